@@ -100,6 +100,9 @@ type Node struct {
 	// Custom is the node's <custom> element, or nil. Node types registered from Go
 	// have their properties set from it.
 	Custom *Element
+	// Runtime is owned by the kernel: the node's prepared behaviour (compiled
+	// guard, join and node type), set once when the graph is prepared.
+	Runtime any
 
 	in, out []*Arc
 }

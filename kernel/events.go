@@ -1,0 +1,152 @@
+package kernel
+
+import (
+	"strings"
+	"time"
+)
+
+// EventType is a kind of execution event. The values are bits so that
+// listeners can subscribe with a mask; they never change.
+type EventType uint32
+
+// The execution event types, with their fixed bit values.
+const (
+	ProcessCreated         EventType = 1 << 0
+	ProcessStarted         EventType = 1 << 1
+	ProcessPendingComplete EventType = 1 << 2
+	ProcessCompleted       EventType = 1 << 3
+	ProcessPendingCancel   EventType = 1 << 4
+	ProcessCanceled        EventType = 1 << 5
+	NodeTokenCreated       EventType = 1 << 6
+	NodeTokenAccepted      EventType = 1 << 7
+	NodeTokenExecuted      EventType = 1 << 8
+	NodeTokenDiscarded     EventType = 1 << 9
+	NodeTokenSkipped       EventType = 1 << 10
+	NodeTokenCompleted     EventType = 1 << 11
+	NodeTokenBacktracked   EventType = 1 << 12
+	ArcTokenCreated        EventType = 1 << 13
+	ArcTokenProcessed      EventType = 1 << 14
+	ArcTokenCompleted      EventType = 1 << 15
+	ArcTokenBacktracked    EventType = 1 << 16
+	ArcTokenMerged         EventType = 1 << 17
+	NodeTokenDelayed       EventType = 1 << 18
+	ArcTokenIncompleteJoin EventType = 1 << 19
+)
+
+// EventTypes lists every event type in bit order.
+var EventTypes = []EventType{
+	ProcessCreated, ProcessStarted, ProcessPendingComplete, ProcessCompleted, ProcessPendingCancel,
+	ProcessCanceled, NodeTokenCreated, NodeTokenAccepted, NodeTokenExecuted, NodeTokenDiscarded,
+	NodeTokenSkipped, NodeTokenCompleted, NodeTokenBacktracked, ArcTokenCreated, ArcTokenProcessed,
+	ArcTokenCompleted, ArcTokenBacktracked, ArcTokenMerged, NodeTokenDelayed, ArcTokenIncompleteJoin,
+}
+
+var eventNames = map[EventType]string{
+	ProcessCreated: "PROCESS_CREATED", ProcessStarted: "PROCESS_STARTED",
+	ProcessPendingComplete: "PROCESS_PENDING_COMPLETE", ProcessCompleted: "PROCESS_COMPLETED",
+	ProcessPendingCancel: "PROCESS_PENDING_CANCEL", ProcessCanceled: "PROCESS_CANCELED",
+	NodeTokenCreated: "NODE_TOKEN_CREATED", NodeTokenAccepted: "NODE_TOKEN_ACCEPTED",
+	NodeTokenExecuted: "NODE_TOKEN_EXECUTED", NodeTokenDiscarded: "NODE_TOKEN_DISCARDED",
+	NodeTokenSkipped: "NODE_TOKEN_SKIPPED", NodeTokenCompleted: "NODE_TOKEN_COMPLETED",
+	NodeTokenBacktracked: "NODE_TOKEN_BACKTRACKED", ArcTokenCreated: "ARC_TOKEN_CREATED",
+	ArcTokenProcessed: "ARC_TOKEN_PROCESSED", ArcTokenCompleted: "ARC_TOKEN_COMPLETED",
+	ArcTokenBacktracked: "ARC_TOKEN_BACKTRACKED", ArcTokenMerged: "ARC_TOKEN_MERGED",
+	NodeTokenDelayed: "NODE_TOKEN_DELAYED", ArcTokenIncompleteJoin: "ARC_TOKEN_INCOMPLETE_JOIN",
+}
+
+func (t EventType) String() string { return eventNames[t] }
+
+// ParseEventType maps an event name (PROCESS_CREATED …) onto its type.
+func ParseEventType(name string) (EventType, bool) {
+	for t, n := range eventNames {
+		if n == name {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// EventMask is a set of event types.
+type EventMask uint32
+
+// AllEvents subscribes to every event type.
+const AllEvents EventMask = 0xFFFFFFFF
+
+// MaskOf builds a mask from types; no types means all.
+func MaskOf(types ...EventType) EventMask {
+	if len(types) == 0 {
+		return AllEvents
+	}
+	var m EventMask
+	for _, t := range types {
+		m |= EventMask(t)
+	}
+	return m
+}
+
+// Has reports whether the mask includes t.
+func (m EventMask) Has(t EventType) bool { return m&EventMask(t) != 0 }
+
+// Without clears the bits of types.
+func (m EventMask) Without(types ...EventType) EventMask {
+	for _, t := range types {
+		m &^= EventMask(t)
+	}
+	return m
+}
+
+// EventActions are what listeners ask of the engine after an event.
+type EventActions uint8
+
+// The event actions.
+const (
+	// DelayNodeExecution, returned for NODE_TOKEN_ACCEPTED, keeps the node
+	// from executing; user code executes it later.
+	DelayNodeExecution EventActions = 1 << iota
+	// DelayFinalizeComplete, returned for PROCESS_PENDING_COMPLETE, leaves the
+	// process pending until FinalizeComplete is called.
+	DelayFinalizeComplete
+	// DelayFinalizeCancel, returned for PROCESS_PENDING_CANCEL, leaves the
+	// process pending until FinalizeCancel is called.
+	DelayFinalizeCancel
+)
+
+// Event is one execution event. Token fields are nil where they do not apply.
+type Event struct {
+	Seq       int64 // 1-based position in the process's event log
+	Type      EventType
+	Process   *Process
+	NodeToken *NodeToken
+	ArcToken  *ArcToken
+	// ArcNames are the exit arc names of NODE_TOKEN_COMPLETED and
+	// NODE_TOKEN_SKIPPED ("" for the default arcs).
+	ArcNames []string
+	// ExitArcs are the arcs a NODE_TOKEN_COMPLETED token left on.
+	ExitArcs int
+	At       time.Time
+}
+
+// String renders the event as "TYPE subject", e.g. "NODE_TOKEN_ACCEPTED B".
+func (e Event) String() string {
+	var b strings.Builder
+	b.WriteString(e.Type.String())
+	switch {
+	case e.ArcToken != nil:
+		b.WriteString(" " + e.ArcToken.Arc.From.QualifiedName() + "->" + e.ArcToken.Arc.To.QualifiedName())
+	case e.NodeToken != nil:
+		b.WriteString(" " + e.NodeToken.Node.QualifiedName())
+	}
+	return b.String()
+}
+
+// Listener is told of execution events. It may act on the engine (complete
+// tokens, set attributes) and returns the event actions it asks for.
+type Listener interface {
+	Notify(e *Engine, ev *Event) EventActions
+}
+
+// ListenerFunc adapts a function to a Listener.
+type ListenerFunc func(e *Engine, ev *Event) EventActions
+
+// Notify calls f.
+func (f ListenerFunc) Notify(e *Engine, ev *Event) EventActions { return f(e, ev) }

@@ -1,0 +1,959 @@
+// Package kernel is Veena's token game: the execution semantics of
+// Sarasvati graphs as a pure state machine. A command (start, complete,
+// backtrack, cancel, a due delayed token) takes a process tree and the
+// current time, runs until every token waits, and leaves the new state and
+// the events it fired on the processes. It does no I/O and keeps no state
+// between commands: a store persists the processes, and any engine can load
+// them and run the next command.
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/veena-wf/veena/graph"
+)
+
+// Kernel holds what every command needs: node types, join strategies, guard
+// functions, listeners and how to find definitions. Configure it before use;
+// afterwards it is read-only and safe to share.
+type Kernel struct {
+	nodeTypes   map[string]NodeTypeFactory
+	joins       map[string]JoinStrategy
+	predicates  map[string]Predicate
+	dateFuncs   map[string]DateFunc
+	stringFuncs map[string]StringFunc
+	global      []listenerEntry
+	perGraph    map[string][]listenerEntry
+	named       map[string]Listener
+	prepMu      sync.Mutex
+
+	// Definitions returns the latest version of a definition; nested nodes
+	// use it. Nil means nested processes cannot start.
+	Definitions func(name string) *graph.Graph
+	// NewID makes process ids; the default makes UUIDv7 strings.
+	NewID func() string
+	// ScriptTimeout bounds a script node's run (default 5 s).
+	ScriptTimeout time.Duration
+}
+
+type listenerEntry struct {
+	name string
+	l    Listener
+	mask EventMask
+}
+
+// New returns a kernel with the built-in node types (node, wait, script,
+// nested), join strategies and the date function "now".
+func New() *Kernel {
+	k := &Kernel{
+		nodeTypes:     map[string]NodeTypeFactory{},
+		joins:         map[string]JoinStrategy{},
+		predicates:    map[string]Predicate{},
+		dateFuncs:     map[string]DateFunc{},
+		stringFuncs:   map[string]StringFunc{},
+		perGraph:      map[string][]listenerEntry{},
+		named:         map[string]Listener{},
+		ScriptTimeout: 5 * time.Second,
+		NewID: func() string {
+			return uuid.Must(uuid.NewV7()).String()
+		},
+	}
+	k.registerBuiltins()
+	return k
+}
+
+// Predicate is a guard function returning a boolean.
+type Predicate func(e *Engine, t *NodeToken) (bool, error)
+
+// DateFunc is a guard function returning a date.
+type DateFunc func(e *Engine, t *NodeToken) (time.Time, error)
+
+// StringFunc is a guard function returning a string (used as @name).
+type StringFunc func(e *Engine, t *NodeToken) (string, error)
+
+// RegisterPredicate makes a predicate available to guards and JoinLang.
+func (k *Kernel) RegisterPredicate(name string, f Predicate) { k.predicates[name] = f }
+
+// RegisterDateFunction makes a date function available to guards.
+func (k *Kernel) RegisterDateFunction(name string, f DateFunc) { k.dateFuncs[name] = f }
+
+// RegisterStringFunction makes a string function available to guards.
+func (k *Kernel) RegisterStringFunction(name string, f StringFunc) { k.stringFuncs[name] = f }
+
+// RegisterJoinStrategy makes a join strategy available to nodes with
+// joinType="class" and that name as join parameter.
+func (k *Kernel) RegisterJoinStrategy(name string, s JoinStrategy) { k.joins[name] = s }
+
+// RegisterListener names a listener so that processes can subscribe to it
+// (AddProcessListener); only the name is stored with the process.
+func (k *Kernel) RegisterListener(name string, l Listener) { k.named[name] = l }
+
+// Listener returns a registered listener.
+func (k *Kernel) Listener(name string) (Listener, bool) {
+	l, ok := k.named[name]
+	return l, ok
+}
+
+// AddGlobalListener subscribes l to the given events (none means all) of
+// every process. Adding the same name again adds the types to its mask.
+func (k *Kernel) AddGlobalListener(name string, l Listener, types ...EventType) {
+	k.global = addListener(k.global, name, l, MaskOf(types...))
+}
+
+// RemoveGlobalListener unsubscribes the named listener from the types (none
+// means all); it goes away when no type is left.
+func (k *Kernel) RemoveGlobalListener(name string, types ...EventType) {
+	k.global = removeListener(k.global, name, types)
+}
+
+// AddDefinitionListener subscribes l to events of processes of the named definition.
+func (k *Kernel) AddDefinitionListener(definition, name string, l Listener, types ...EventType) {
+	k.perGraph[definition] = addListener(k.perGraph[definition], name, l, MaskOf(types...))
+}
+
+// RemoveDefinitionListener unsubscribes a definition-level listener.
+func (k *Kernel) RemoveDefinitionListener(definition, name string, types ...EventType) {
+	k.perGraph[definition] = removeListener(k.perGraph[definition], name, types)
+}
+
+func addListener(ls []listenerEntry, name string, l Listener, mask EventMask) []listenerEntry {
+	for i := range ls {
+		if ls[i].name == name {
+			ls[i].mask |= mask
+			ls[i].l = l
+			return ls
+		}
+	}
+	return append(ls, listenerEntry{name: name, l: l, mask: mask})
+}
+
+func removeListener(ls []listenerEntry, name string, types []EventType) []listenerEntry {
+	for i := range ls {
+		if ls[i].name != name {
+			continue
+		}
+		if len(types) == 0 {
+			ls[i].mask = 0
+		} else {
+			ls[i].mask = ls[i].mask.Without(types...)
+		}
+		if ls[i].mask == 0 {
+			return append(ls[:i], ls[i+1:]...)
+		}
+		return ls
+	}
+	return ls
+}
+
+// Error is a refusal with a stable code, as the HTTP API reports it.
+type Error struct {
+	Code string
+	Msg  string
+	Err  error // the underlying cause, if any
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil && e.Msg == "" {
+		return e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches errors with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinel errors for the conditions callers act on; match with errors.Is.
+var (
+	ErrTokenComplete        = &Error{Code: "token_complete", Msg: "the node token is already complete"}
+	ErrProcessNotExecuting  = &Error{Code: "process_not_executing", Msg: "the process is not executing"}
+	ErrBacktrackNotAllowed  = &Error{Code: "backtrack_not_allowed", Msg: "backtracking is not allowed"}
+	ErrJoinNotMember        = &Error{Code: "join_not_member", Msg: "a token outside every token set reached a tokenSet join"}
+	ErrNoStartNodes         = &Error{Code: "no_start_nodes", Msg: "the definition has no start nodes"}
+	ErrExecutionFailed      = &Error{Code: "execution_failed", Msg: "execution failed"}
+	ErrInvalidArgument      = &Error{Code: "invalid_argument", Msg: "invalid argument"}
+	ErrNotDelayed           = &Error{Code: "token_not_delayed", Msg: "the node token is not delayed"}
+	ErrDefinitionNotFound   = &Error{Code: "definition_not_found", Msg: "definition not found"}
+	ErrDefinitionNotPrepared = &Error{Code: "definition_invalid", Msg: "definition invalid"}
+)
+
+func refuse(base *Error, format string, args ...any) *Error {
+	return &Error{Code: base.Code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// failed wraps an execution failure (a guard, script or join that failed).
+func failed(err error, format string, args ...any) *Error {
+	var ke *Error
+	if errors.As(err, &ke) && ke.Code != ErrExecutionFailed.Code {
+		return ke
+	}
+	return &Error{Code: ErrExecutionFailed.Code, Msg: fmt.Sprintf(format, args...) + ": " + err.Error(), Err: err}
+}
+
+// abort carries a failure up to the command boundary.
+type abort struct{ err error }
+
+// Engine runs commands at one moment in time. Make one per command with
+// Kernel.Engine; node types and listeners receive it to act on the process.
+//
+// If a command fails, it has already changed the process tree in part: the
+// caller must discard the tree and reload it (decision 15: a failed step
+// keeps nothing).
+type Engine struct {
+	k     *Kernel
+	now   time.Time
+	depth int
+}
+
+// Engine returns an engine for commands at time now.
+func (k *Kernel) Engine(now time.Time) *Engine { return &Engine{k: k, now: now.UTC()} }
+
+// Now is the command's time.
+func (e *Engine) Now() time.Time { return e.now }
+
+// Kernel returns the kernel the engine belongs to.
+func (e *Engine) Kernel() *Kernel { return e.k }
+
+// Fail aborts the running command with err.
+func (e *Engine) Fail(err error) {
+	panic(abort{err})
+}
+
+// run executes fn as a command, or as part of the running one. Failures
+// inside a command unwind to its outermost call.
+func (e *Engine) run(fn func()) (err error) {
+	if e.depth > 0 {
+		e.depth++
+		defer func() { e.depth-- }()
+		fn()
+		return nil
+	}
+	e.depth = 1
+	defer func() {
+		e.depth = 0
+		if r := recover(); r != nil {
+			a, ok := r.(abort)
+			if !ok {
+				panic(r)
+			}
+			err = a.err
+		}
+	}()
+	fn()
+	return nil
+}
+
+// Start creates a process of g with a copy of env and starts it. It fails
+// with ErrNoStartNodes, creating nothing, if g has no start nodes.
+func (e *Engine) Start(g *graph.Graph, env *Env) (p *Process, err error) {
+	if err := e.k.Prepare(g); err != nil {
+		return nil, err
+	}
+	if len(g.StartNodes()) == 0 {
+		return nil, refuse(ErrNoStartNodes, "definition %s has no start nodes", g)
+	}
+	err = e.run(func() {
+		p = e.newProcess(g, env, nil, nil)
+		e.startProcess(p)
+	})
+	return p, err
+}
+
+func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentToken *NodeToken) *Process {
+	p := &Process{
+		ID:          e.k.NewID(),
+		Graph:       g,
+		State:       Created,
+		Env:         env.Clone(),
+		Parent:      parent,
+		ParentToken: parentToken,
+		CreatedAt:   e.now,
+		UpdatedAt:   e.now,
+		Dirty:       true,
+		Events:      make([]Event, 0, 16),
+	}
+	if parent != nil {
+		parent.Nested = append(parent.Nested, p)
+		parent.Dirty = true
+	}
+	e.fire(p, ProcessCreated, nil, nil, nil, 0)
+	return p
+}
+
+func (e *Engine) startProcess(p *Process) {
+	p.State = Executing
+	e.fire(p, ProcessStarted, nil, nil, nil, 0)
+	starts := p.Graph.StartNodes()
+	if len(starts) == 0 {
+		e.Fail(refuse(ErrNoStartNodes, "definition %s has no start nodes", p.Graph))
+	}
+	was := p.inLoop
+	p.inLoop = true
+	for _, n := range starts {
+		t := e.newNodeToken(p, n, nil, Forward, nil)
+		e.fire(p, NodeTokenCreated, t, nil, nil, 0)
+		e.executeNode(t)
+	}
+	p.inLoop = was
+	e.executeQueuedArcTokens(p)
+}
+
+// newNodeToken creates a node token. Its environment comes from envFrom's
+// parent node tokens, in order (last wins); its memberships from the
+// parents' memberships, except in the terminating sets.
+func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
+	p.Seq++
+	t := &NodeToken{
+		ID:        len(p.NodeTokens),
+		Seq:       p.Seq,
+		Process:   p,
+		Node:      n,
+		Parents:   parents,
+		ExecType:  x,
+		CreatedAt: e.now,
+	}
+	t.Env = inheritEnv(parents)
+	for _, a := range parents {
+		for _, m := range a.Sets {
+			if containsSet(terminating, m.Set) || hasSet(t.Sets, m.Set) {
+				continue
+			}
+			t.Sets = append(t.Sets, m)
+		}
+	}
+	p.NodeTokens = append(p.NodeTokens, t)
+	p.Dirty = true
+	return t
+}
+
+// inheritEnv gives a new token the environment of the parent node tokens of
+// its parent arc tokens, imported in order. A single non-empty source is
+// shared copy-on-write.
+func inheritEnv(parents []*ArcToken) *Env {
+	var src *Env
+	n := 0
+	for _, a := range parents {
+		if !a.Parent.Env.IsEmpty() {
+			if src != a.Parent.Env {
+				n++
+			}
+			src = a.Parent.Env
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		return src.share()
+	}
+	env := NewEnv()
+	for _, a := range parents {
+		env.Import(a.Parent.Env)
+	}
+	return env
+}
+
+func containsSet(sets []*TokenSet, s *TokenSet) bool {
+	for _, x := range sets {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func hasSet(ms []Membership, s *TokenSet) bool {
+	for _, m := range ms {
+		if m.Set == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
+	p.Seq++
+	a := &ArcToken{
+		ID:        len(p.ArcTokens),
+		Seq:       p.Seq,
+		Process:   p,
+		Arc:       arc,
+		Parent:    parent,
+		Pending:   true,
+		ExecType:  x,
+		CreatedAt: e.now,
+	}
+	if len(sets) > 0 {
+		a.Sets = append([]Membership(nil), sets...)
+	}
+	parent.Children = append(parent.Children, a)
+	p.ArcTokens = append(p.ArcTokens, a)
+	p.Dirty = true
+	return a
+}
+
+// executeNode runs the node's guard, then acts on its result.
+func (e *Engine) executeNode(t *NodeToken) {
+	p := t.Process
+	rt := e.runtime(t.Node)
+	res, err := rt.guard(e, t)
+	if err != nil {
+		e.Fail(failed(err, "guard of node %s", t.Node.QualifiedName()))
+	}
+	t.GuardAction = res.Action
+	switch res.Action {
+	case Accept:
+		e.addActive(t)
+		if e.fire(p, NodeTokenAccepted, t, nil, nil, 0)&DelayNodeExecution == 0 {
+			e.execute(rt, t)
+		}
+	case Discard:
+		e.markComplete(t)
+		e.fire(p, NodeTokenDiscarded, t, nil, nil, 0)
+		e.fire(p, NodeTokenCompleted, t, nil, nil, 0)
+	case Skip:
+		e.addActive(t)
+		names := []string{res.ArcName}
+		e.fire(p, NodeTokenSkipped, t, nil, names, 0)
+		e.complete(t, names, false)
+	case Delay:
+		e.addActive(t)
+		t.DelayUntil = res.Until.UTC()
+		t.DelayCount++
+		e.fire(p, NodeTokenDelayed, t, nil, nil, 0)
+	default:
+		e.Fail(refuse(ErrExecutionFailed, "guard of node %s gave no guard action", t.Node.QualifiedName()))
+	}
+}
+
+func (e *Engine) execute(rt *nodeRuntime, t *NodeToken) {
+	if err := rt.typ.Execute(e, t); err != nil {
+		e.Fail(failed(err, "node %s", t.Node.QualifiedName()))
+	}
+	e.fire(t.Process, NodeTokenExecuted, t, nil, nil, 0)
+}
+
+// ExecuteNode runs the node of an accepted token whose execution a listener
+// delayed (DelayNodeExecution).
+func (e *Engine) ExecuteNode(t *NodeToken) error {
+	return e.run(func() {
+		e.checkCompletable(t)
+		if t.GuardAction != Accept {
+			e.Fail(refuse(ErrInvalidArgument, "node token %d was not accepted", t.ID))
+		}
+		e.execute(e.runtime(t.Node), t)
+		if !t.Process.inLoop {
+			e.executeQueuedArcTokens(t.Process)
+		}
+	})
+}
+
+// markComplete marks a node token complete at the command's time and gives
+// it a completion sequence number.
+func (e *Engine) markComplete(t *NodeToken) {
+	p := t.Process
+	p.Seq++
+	t.Complete = true
+	t.CompleteSeq = p.Seq
+	t.CompletedAt = e.now
+	p.Dirty = true
+}
+
+func (e *Engine) addActive(t *NodeToken) {
+	if !t.active {
+		t.active = true
+		t.Process.activeNodes++
+	}
+}
+
+func (e *Engine) removeActive(t *NodeToken) {
+	if t.active {
+		t.active = false
+		t.Process.activeNodes--
+	}
+}
+
+func (e *Engine) checkCompletable(t *NodeToken) {
+	if t.Process.State != Executing {
+		e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", t.Process.ID, t.Process.State))
+	}
+	if t.Complete {
+		e.Fail(refuse(ErrTokenComplete, "node token %d (%s) is already complete", t.ID, t.Node.QualifiedName()))
+	}
+}
+
+// Complete completes a node token on the arcs with the given names ("" is
+// the default arcs; no names at all means the default arcs) and runs the
+// process on until every token waits. Each arc is taken once; a name that
+// matches no arc ends that branch.
+func (e *Engine) Complete(t *NodeToken, names ...string) error {
+	if names == nil {
+		names = defaultArcs
+	}
+	return e.run(func() {
+		e.checkCompletable(t)
+		e.complete(t, names, false)
+	})
+}
+
+// CompleteAsync completes a node token but leaves its arc tokens pending in
+// the queue, for ExecuteQueuedArcTokens to run later.
+func (e *Engine) CompleteAsync(t *NodeToken, names ...string) error {
+	if names == nil {
+		names = defaultArcs
+	}
+	return e.run(func() {
+		e.checkCompletable(t)
+		e.complete(t, names, true)
+	})
+}
+
+var defaultArcs = []string{""}
+
+func (e *Engine) complete(t *NodeToken, names []string, async bool) {
+	p := t.Process
+	if p.State != Executing || t.Complete {
+		return
+	}
+	exits := t.Node.OutArcsNamed(names...)
+	e.removeActive(t)
+	e.markComplete(t)
+	e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
+	for _, arc := range exits {
+		a := e.newArcToken(p, arc, t, Forward, t.Sets)
+		e.fire(p, ArcTokenCreated, nil, a, nil, 0)
+		if async && p.inLoop {
+			p.asyncQueue = append(p.asyncQueue, a)
+		} else {
+			p.queue = append(p.queue, a)
+		}
+	}
+	if !async && p.State == Executing && !p.inLoop {
+		e.executeQueuedArcTokens(p)
+	}
+}
+
+// ExecuteQueuedArcTokens runs the arc tokens waiting in the process queue
+// (after asynchronous completions), then checks whether the process is done.
+func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
+	return e.run(func() {
+		if p.State != Executing {
+			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
+		}
+		e.executeQueuedArcTokens(p)
+	})
+}
+
+func (e *Engine) executeQueuedArcTokens(p *Process) {
+	was := p.inLoop
+	p.inLoop = true
+	for p.State == Executing && len(p.queue) > 0 {
+		a := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		e.executeArc(a)
+	}
+	if len(p.queue) == 0 {
+		p.queue = nil
+	}
+	p.inLoop = was
+	e.checkCompletion(p)
+	if len(p.asyncQueue) > 0 {
+		p.queue = append(p.queue, p.asyncQueue...)
+		p.asyncQueue = nil
+	}
+}
+
+func (e *Engine) executeArc(a *ArcToken) {
+	if !a.Pending || a.Complete {
+		return
+	}
+	p := a.Process
+	a.Pending = false
+	e.fire(p, ArcTokenProcessed, nil, a, nil, 0)
+	e.addActiveArc(a)
+	if !e.retry(a) {
+		e.fire(p, ArcTokenIncompleteJoin, nil, a, nil, 0)
+	}
+}
+
+// RetryIncompleteArcToken evaluates the join of an arc token waiting at its
+// end node again; it reports whether the join fired.
+func (e *Engine) RetryIncompleteArcToken(a *ArcToken) (fired bool, err error) {
+	err = e.run(func() {
+		if a.Process.State != Executing {
+			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", a.Process.ID, a.Process.State))
+		}
+		fired = e.retry(a)
+		if !a.Process.inLoop {
+			e.executeQueuedArcTokens(a.Process)
+		}
+	})
+	return fired, err
+}
+
+func (e *Engine) retry(a *ArcToken) bool {
+	if a.Complete {
+		return false
+	}
+	rt := e.runtime(a.Arc.To)
+	res, err := rt.join.Join(e, a)
+	if err != nil {
+		e.Fail(failed(err, "join at node %s", a.Arc.To.QualifiedName()))
+	}
+	switch res.Action {
+	case JoinComplete:
+		e.completeJoin(a.Arc.To, res)
+		return true
+	case JoinMerge:
+		e.merge(res)
+		return true
+	}
+	return false
+}
+
+func (e *Engine) completeJoin(n *graph.Node, res JoinResult) {
+	if len(res.ArcTokens) == 0 {
+		e.Fail(refuse(ErrExecutionFailed, "join at node %s completed with no arc tokens", n.QualifiedName()))
+	}
+	p := res.ArcTokens[0].Process
+	t := e.newNodeToken(p, n, res.ArcTokens, Forward, res.Terminating)
+	e.fire(p, NodeTokenCreated, t, nil, nil, 0)
+	for _, a := range res.ArcTokens {
+		e.completeArc(a, t)
+	}
+	e.executeNode(t)
+}
+
+func (e *Engine) completeArc(a *ArcToken, child *NodeToken) {
+	e.removeActiveArc(a)
+	a.Pending = false
+	a.Complete = true
+	a.CompletedAt = e.now
+	a.Child = child
+	a.Process.Dirty = true
+	e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
+}
+
+func (e *Engine) merge(res JoinResult) {
+	target := res.MergeTarget
+	for _, a := range res.ArcTokens {
+		target.Parents = append(target.Parents, a)
+		e.removeActiveArc(a)
+		if a.Pending {
+			a.Pending = false
+			e.fire(a.Process, ArcTokenProcessed, nil, a, nil, 0)
+		}
+		a.Complete = true
+		a.CompletedAt = e.now
+		a.Child = target
+		a.Process.Dirty = true
+		e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
+		e.fire(a.Process, ArcTokenMerged, nil, a, nil, 0)
+	}
+}
+
+// addActiveArc puts a processed arc token on its end node's waiting list.
+func (e *Engine) addActiveArc(a *ArcToken) {
+	if a.active {
+		return
+	}
+	p := a.Process
+	if p.byArc == nil {
+		p.byArc = make([][]*ArcToken, len(p.Graph.Arcs))
+		p.readyArcs = make([]int, len(p.Graph.Nodes))
+	}
+	a.active = true
+	p.activeArcs++
+	i := a.Arc.Index
+	if len(a.Sets) == 0 && countFree(p.byArc[i]) == 0 {
+		p.readyArcs[a.Arc.To.Index]++
+	}
+	p.byArc[i] = append(p.byArc[i], a)
+}
+
+func (e *Engine) removeActiveArc(a *ArcToken) {
+	if !a.active {
+		return
+	}
+	p := a.Process
+	a.active = false
+	p.activeArcs--
+	i := a.Arc.Index
+	list := p.byArc[i]
+	for j, x := range list {
+		if x == a {
+			copy(list[j:], list[j+1:])
+			list[len(list)-1] = nil
+			p.byArc[i] = list[:len(list)-1]
+			break
+		}
+	}
+	if len(a.Sets) == 0 && countFree(p.byArc[i]) == 0 {
+		p.readyArcs[a.Arc.To.Index]--
+	}
+}
+
+// countFree counts the arc tokens outside every token set.
+func countFree(list []*ArcToken) int {
+	n := 0
+	for _, a := range list {
+		if len(a.Sets) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// WaitingAt returns the active arc tokens on an arc, in arrival order.
+func (p *Process) WaitingAt(arc *graph.Arc) []*ArcToken {
+	if p.byArc == nil {
+		return nil
+	}
+	return p.byArc[arc.Index]
+}
+
+func (e *Engine) checkCompletion(p *Process) {
+	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && len(p.queue) == 0 && len(p.asyncQueue) == 0 {
+		p.State = PendingCompletion
+		p.Dirty = true
+		if e.fire(p, ProcessPendingComplete, nil, nil, nil, 0)&DelayFinalizeComplete == 0 {
+			e.finalizeComplete(p)
+		}
+	}
+}
+
+// FinalizeComplete completes a process left pending by a listener.
+func (e *Engine) FinalizeComplete(p *Process) error {
+	return e.run(func() {
+		if p.State != PendingCompletion {
+			e.Fail(refuse(ErrInvalidArgument, "process %s is %s, not pending completion", p.ID, p.State))
+		}
+		e.finalizeComplete(p)
+	})
+}
+
+func (e *Engine) finalizeComplete(p *Process) {
+	p.State = Completed
+	p.Dirty = true
+	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
+	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
+		e.complete(t, defaultArcs, false)
+	}
+}
+
+// Cancel cancels a process, first cancelling the nested processes its active
+// node tokens started. The tokens stay as they are.
+func (e *Engine) Cancel(p *Process) error {
+	return e.run(func() {
+		if p.State != Executing {
+			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
+		}
+		e.cancel(p)
+	})
+}
+
+func (e *Engine) cancel(p *Process) {
+	for _, c := range p.Nested {
+		if c.ParentToken != nil && c.ParentToken.active && (c.State == Created || c.State == Executing) {
+			e.cancel(c)
+		}
+	}
+	p.State = PendingCancel
+	p.Dirty = true
+	if e.fire(p, ProcessPendingCancel, nil, nil, nil, 0)&DelayFinalizeCancel == 0 {
+		e.finalizeCancel(p)
+	}
+}
+
+// FinalizeCancel cancels a process left pending by a listener.
+func (e *Engine) FinalizeCancel(p *Process) error {
+	return e.run(func() {
+		if p.State != PendingCancel {
+			e.Fail(refuse(ErrInvalidArgument, "process %s is %s, not pending cancel", p.ID, p.State))
+		}
+		e.finalizeCancel(p)
+	})
+}
+
+func (e *Engine) finalizeCancel(p *Process) {
+	p.State = Canceled
+	p.Dirty = true
+	e.fire(p, ProcessCanceled, nil, nil, nil, 0)
+}
+
+// ReevaluateDelayedToken runs the guard of a delayed token again (when its
+// time has come) and acts on the new result.
+func (e *Engine) ReevaluateDelayedToken(t *NodeToken) error {
+	return e.run(func() {
+		e.checkCompletable(t)
+		if t.GuardAction != Delay {
+			e.Fail(refuse(ErrNotDelayed, "node token %d (%s) is not delayed", t.ID, t.Node.QualifiedName()))
+		}
+		e.removeActive(t)
+		p := t.Process
+		was := p.inLoop
+		p.inLoop = true
+		e.executeNode(t)
+		p.inLoop = was
+		e.executeQueuedArcTokens(p)
+	})
+}
+
+// DelayedTokens returns the tokens of the tree waiting for a delay to pass.
+func (p *Process) DelayedTokens() []*NodeToken {
+	var out []*NodeToken
+	p.Walk(func(q *Process) {
+		for _, t := range q.NodeTokens {
+			if t.active && t.GuardAction == Delay && !t.Complete {
+				out = append(out, t)
+			}
+		}
+	})
+	return out
+}
+
+// CompleteWithNewTokenSet completes a node token on the arcs named arcName
+// and places count arc tokens on each, members 0..count-1 of a new token set
+// with set environment env and per-member attributes memberEnv (element i of
+// each list goes to member i). The process then runs on.
+func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, count int, env *Env, memberEnv map[string][]Value) (set *TokenSet, err error) {
+	err = e.run(func() {
+		e.checkCompletable(t)
+		if count < 1 {
+			e.Fail(refuse(ErrInvalidArgument, "a token set needs at least one member, not %d", count))
+		}
+		if setName == "" {
+			e.Fail(refuse(ErrInvalidArgument, "a token set needs a name"))
+		}
+		p := t.Process
+		names := []string{arcName}
+		exits := t.Node.OutArcsNamed(arcName)
+		e.removeActive(t)
+		e.markComplete(t)
+		e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
+		if len(exits) > 0 {
+			level := 0
+			for _, m := range t.Sets {
+				level = max(level, m.Set.Level)
+			}
+			set = &TokenSet{ID: len(p.TokenSets), Name: setName, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone()}
+			set.MemberEnvs = make([]*Env, count)
+			for i := range set.MemberEnvs {
+				set.MemberEnvs[i] = NewEnv()
+			}
+			for name, vals := range memberEnv {
+				for i, v := range vals {
+					if i < count {
+						set.MemberEnvs[i].Set(name, v)
+					}
+				}
+			}
+			p.TokenSets = append(p.TokenSets, set)
+			for member := 0; member < count; member++ {
+				for _, arc := range exits {
+					sets := append(append(make([]Membership, 0, len(t.Sets)+1), t.Sets...), Membership{Set: set, Member: member})
+					a := e.newArcToken(p, arc, t, Forward, nil)
+					a.Sets = sets
+					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
+					p.queue = append(p.queue, a)
+				}
+			}
+		}
+		if p.State == Executing && !p.inLoop {
+			e.executeQueuedArcTokens(p)
+		}
+	})
+	return set, err
+}
+
+// fire records an event and tells the listeners: those of the definition,
+// those of the process, the kernel's own token-set dead-end retry, then the
+// global ones. It returns the OR of their actions.
+func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
+	p.EventSeq++
+	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: exits, At: e.now}
+	p.Events = append(p.Events, ev)
+	p.UpdatedAt = e.now
+	var actions EventActions
+	for _, l := range e.k.perGraph[p.Graph.Name] {
+		if l.mask.Has(typ) {
+			actions |= l.l.Notify(e, &ev)
+		}
+	}
+	for _, ref := range p.Listeners {
+		if ref.Mask.Has(typ) {
+			if l, ok := e.k.named[ref.Name]; ok {
+				actions |= l.Notify(e, &ev)
+			}
+		}
+	}
+	if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
+		e.retryTokenSetDeadEnd(t)
+	}
+	for _, l := range e.k.global {
+		if l.mask.Has(typ) {
+			actions |= l.l.Notify(e, &ev)
+		}
+	}
+	return actions
+}
+
+// AddProcessListener subscribes a registered listener to events of p.
+func (e *Engine) AddProcessListener(p *Process, name string, types ...EventType) error {
+	if _, ok := e.k.named[name]; !ok {
+		return refuse(ErrInvalidArgument, "no listener is registered as %q", name)
+	}
+	mask := MaskOf(types...)
+	for i := range p.Listeners {
+		if p.Listeners[i].Name == name {
+			p.Listeners[i].Mask |= mask
+			p.Dirty = true
+			return nil
+		}
+	}
+	p.Listeners = append(p.Listeners, ListenerRef{Name: name, Mask: mask})
+	p.Dirty = true
+	return nil
+}
+
+// RemoveProcessListener unsubscribes a process listener from the types (none means all).
+func (e *Engine) RemoveProcessListener(p *Process, name string, types ...EventType) {
+	for i := range p.Listeners {
+		if p.Listeners[i].Name != name {
+			continue
+		}
+		if len(types) == 0 {
+			p.Listeners[i].Mask = 0
+		} else {
+			p.Listeners[i].Mask = p.Listeners[i].Mask.Without(types...)
+		}
+		if p.Listeners[i].Mask == 0 {
+			p.Listeners = append(p.Listeners[:i], p.Listeners[i+1:]...)
+		}
+		p.Dirty = true
+		return
+	}
+}
+
+// retryTokenSetDeadEnd lets tokenSet joins fire when a member token ends
+// without producing an arc token: each arc token of its sets waiting at a
+// tokenSet join is tried again.
+func (e *Engine) retryTokenSetDeadEnd(t *NodeToken) {
+	p := t.Process
+	for _, m := range t.Sets {
+		for _, a := range p.ArcTokens {
+			if a.active && a.Arc.To.Join == graph.JoinTokenSet && hasSet(a.Sets, m.Set) {
+				e.retry(a)
+			}
+		}
+	}
+}

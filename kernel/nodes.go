@@ -1,0 +1,296 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/veena-wf/veena/graph"
+	"github.com/veena-wf/veena/joinlang"
+	"github.com/veena-wf/veena/rubric"
+)
+
+// NodeType is what a node does when a token is accepted there. Execute may
+// complete the token (e.Complete) or leave it waiting for a command.
+type NodeType interface {
+	Execute(e *Engine, t *NodeToken) error
+}
+
+// Guarder is implemented by node types with their own guard; the default
+// guard evaluates the node's Rubric program (see Engine.EvalGuard).
+type Guarder interface {
+	Guard(e *Engine, t *NodeToken) (GuardResult, error)
+}
+
+// Backtracker is implemented by node types that take part in backtracking:
+// IsBacktrackable may refuse it, Backtrack undoes the node's effects.
+type Backtracker interface {
+	IsBacktrackable(e *Engine, t *NodeToken) bool
+	Backtrack(e *Engine, t *NodeToken) error
+}
+
+// NodeTypeFactory makes the behaviour of one node of a graph.
+type NodeTypeFactory func(n *graph.Node) (NodeType, error)
+
+// NodeTypeFunc adapts a function to a NodeType.
+type NodeTypeFunc func(e *Engine, t *NodeToken) error
+
+// Execute calls f.
+func (f NodeTypeFunc) Execute(e *Engine, t *NodeToken) error { return f(e, t) }
+
+// RegisterNodeType makes a node type available to definitions.
+func (k *Kernel) RegisterNodeType(name string, f NodeTypeFactory) { k.nodeTypes[name] = f }
+
+// RegisterNodeStruct registers a node type whose properties live in a
+// struct: proto is a pointer to a struct implementing NodeType. Each node of
+// that type gets its own copy with the node's <custom> content bound onto it
+// (see graph.Element.Bind).
+func (k *Kernel) RegisterNodeStruct(name string, proto NodeType) {
+	typ := reflect.TypeOf(proto)
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct {
+		panic(fmt.Sprintf("kernel: RegisterNodeStruct(%q): want a pointer to a struct, have %T", name, proto))
+	}
+	k.RegisterNodeType(name, func(n *graph.Node) (NodeType, error) {
+		v := reflect.New(typ.Elem())
+		v.Elem().Set(reflect.ValueOf(proto).Elem())
+		if n.Custom != nil {
+			if err := n.Custom.Bind(v.Interface()); err != nil {
+				return nil, err
+			}
+		}
+		return v.Interface().(NodeType), nil
+	})
+}
+
+// HasNodeType reports whether a node type is registered.
+func (k *Kernel) HasNodeType(name string) bool {
+	_, ok := k.nodeTypes[name]
+	return ok
+}
+
+// nodeRuntime is a node's prepared behaviour.
+type nodeRuntime struct {
+	typ     NodeType
+	guarder Guarder
+	program *rubric.Program
+	join    JoinStrategy
+	lang    *joinlang.Program
+}
+
+func (rt *nodeRuntime) guard(e *Engine, t *NodeToken) (GuardResult, error) {
+	if rt.guarder != nil {
+		return rt.guarder.Guard(e, t)
+	}
+	return e.evalGuard(rt.program, t)
+}
+
+func (e *Engine) runtime(n *graph.Node) *nodeRuntime {
+	rt, ok := n.Runtime.(*nodeRuntime)
+	if !ok {
+		e.Fail(refuse(ErrDefinitionNotPrepared, "node %s is not prepared", n.QualifiedName()))
+	}
+	return rt
+}
+
+// Prepare checks a graph against the kernel and compiles what its nodes
+// need: node types, guards, join strategies and JoinLang programs. Problems
+// are reported as a *graph.LoadError naming the node's position. A graph is
+// prepared once; preparing it again does nothing.
+func (k *Kernel) Prepare(g *graph.Graph) error {
+	k.prepMu.Lock()
+	defer k.prepMu.Unlock()
+	if len(g.Nodes) > 0 {
+		if _, ok := g.Nodes[0].Runtime.(*nodeRuntime); ok {
+			return nil
+		}
+	}
+	lerr := &graph.LoadError{File: g.File}
+	rts := make([]*nodeRuntime, len(g.Nodes))
+	for i, n := range g.Nodes {
+		rt, err := k.prepareNode(n)
+		if err != nil {
+			lerr.Add(n.Pos, "node %s: %v", n.QualifiedName(), err)
+			continue
+		}
+		rts[i] = rt
+	}
+	if err := lerr.OrNil(); err != nil {
+		return err
+	}
+	for i, n := range g.Nodes {
+		n.Runtime = rts[i]
+	}
+	return nil
+}
+
+func (k *Kernel) prepareNode(n *graph.Node) (*nodeRuntime, error) {
+	rt := &nodeRuntime{}
+	f, ok := k.nodeTypes[n.Type]
+	if !ok {
+		return nil, fmt.Errorf("unknown node type %q", n.Type)
+	}
+	typ, err := f(n)
+	if err != nil {
+		return nil, fmt.Errorf("type %s: %w", n.Type, err)
+	}
+	rt.typ = typ
+	if g, ok := typ.(Guarder); ok {
+		rt.guarder = g
+	}
+	prog, err := rubric.Compile(n.Guard)
+	if err != nil {
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	rt.program = prog
+	switch n.Join {
+	case graph.JoinOr, "":
+		rt.join = orJoin{}
+	case graph.JoinAnd:
+		rt.join = andJoin{}
+	case graph.JoinLabelAnd:
+		rt.join = andJoin{label: true}
+	case graph.JoinFirst:
+		rt.join = firstJoin{}
+	case graph.JoinTokenSet:
+		rt.join = tokenSetJoin{}
+	case graph.JoinTokenSetOr:
+		rt.join = tokenSetJoin{or: true}
+	case graph.JoinClass:
+		s, ok := k.joins[n.JoinParam]
+		if !ok {
+			return nil, fmt.Errorf("join strategy %q is not registered", n.JoinParam)
+		}
+		rt.join = s
+	case graph.JoinLang:
+		lang, err := joinlang.Compile(n.JoinParam)
+		if err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+		rt.lang = lang
+		rt.join = joinLangJoin{lang}
+	default:
+		return nil, fmt.Errorf("unknown join type %q", n.Join)
+	}
+	return rt, nil
+}
+
+// EvalGuard evaluates the node's Rubric guard for t (blank means Accept).
+func (e *Engine) EvalGuard(t *NodeToken) (GuardResult, error) {
+	rt := e.runtime(t.Node)
+	return e.evalGuard(rt.program, t)
+}
+
+func (e *Engine) evalGuard(p *rubric.Program, t *NodeToken) (GuardResult, error) {
+	r, err := p.EvalGuard(rubricEnv{e, t})
+	if err != nil {
+		return GuardResult{}, err
+	}
+	switch r.Action {
+	case rubric.Accept:
+		return GuardResult{Action: Accept}, nil
+	case rubric.Discard:
+		return GuardResult{Action: Discard}, nil
+	case rubric.Skip:
+		return GuardResult{Action: Skip, ArcName: r.ArcName}, nil
+	case rubric.Delay:
+		return GuardResult{Action: Delay, Until: r.Until}, nil
+	}
+	return GuardResult{}, fmt.Errorf("guard gave unknown action %v", r.Action)
+}
+
+// rubricEnv resolves Rubric names for a token: registered functions first,
+// then the token's full environment.
+type rubricEnv struct {
+	e *Engine
+	t *NodeToken
+}
+
+var errUnknownName = errors.New("not a registered function nor an attribute")
+
+func (r rubricEnv) Predicate(name string) (bool, error) {
+	if f, ok := r.e.k.predicates[name]; ok {
+		return f(r.e, r.t)
+	}
+	v, ok := r.t.FullEnv().Get(name)
+	if !ok {
+		return false, fmt.Errorf("unknown predicate: %w", errUnknownName)
+	}
+	if v.Kind() != KindBool {
+		return false, fmt.Errorf("attribute is a %s, not a boolean", v.Kind())
+	}
+	return v.BoolValue(), nil
+}
+
+func (r rubricEnv) DateFunction(name string) (time.Time, error) {
+	if f, ok := r.e.k.dateFuncs[name]; ok {
+		return f(r.e, r.t)
+	}
+	v, ok := r.t.FullEnv().Get(name)
+	if !ok {
+		return time.Time{}, fmt.Errorf("unknown date function: %w", errUnknownName)
+	}
+	d, ok := v.DateValue()
+	if !ok {
+		return time.Time{}, fmt.Errorf("attribute is a %s, not a date", v.Kind())
+	}
+	return d, nil
+}
+
+func (r rubricEnv) StringFunction(name string) (string, error) {
+	if f, ok := r.e.k.stringFuncs[name]; ok {
+		return f(r.e, r.t)
+	}
+	v, ok := r.t.FullEnv().Get(name)
+	if !ok {
+		return "", fmt.Errorf("unknown string function: %w", errUnknownName)
+	}
+	if v.Kind() != KindString {
+		return "", fmt.Errorf("attribute is a %s, not a string", v.Kind())
+	}
+	return v.Str(), nil
+}
+
+func (k *Kernel) registerBuiltins() {
+	k.RegisterNodeType(graph.TypeNode, func(*graph.Node) (NodeType, error) {
+		return NodeTypeFunc(func(e *Engine, t *NodeToken) error { return e.Complete(t) }), nil
+	})
+	k.RegisterNodeType(graph.TypeWait, func(*graph.Node) (NodeType, error) {
+		return NodeTypeFunc(func(*Engine, *NodeToken) error { return nil }), nil
+	})
+	k.RegisterNodeType(graph.TypeNested, newNestedNode)
+	k.RegisterNodeType(graph.TypeScript, newScriptNode)
+	k.RegisterDateFunction("now", func(e *Engine, _ *NodeToken) (time.Time, error) { return e.now, nil })
+}
+
+// nestedNode starts a process of another definition and completes its token
+// when that process completes.
+type nestedNode struct{ graphName string }
+
+func newNestedNode(n *graph.Node) (NodeType, error) {
+	name := strings.TrimSpace(n.Custom.Flatten()["graphName"])
+	if name == "" {
+		return nil, errors.New(`a nested node needs <custom><graphName>…</graphName></custom> (or <graph name="…"/>)`)
+	}
+	return nestedNode{name}, nil
+}
+
+func (nn nestedNode) Execute(e *Engine, t *NodeToken) error {
+	if e.k.Definitions == nil {
+		return refuse(ErrDefinitionNotFound, "nested definition %q: no definitions are available", nn.graphName)
+	}
+	g := e.k.Definitions(nn.graphName)
+	if g == nil {
+		return refuse(ErrDefinitionNotFound, "nested definition %q is not loaded", nn.graphName)
+	}
+	if err := e.k.Prepare(g); err != nil {
+		return err
+	}
+	if len(g.StartNodes()) == 0 {
+		return refuse(ErrNoStartNodes, "nested definition %s has no start nodes", g)
+	}
+	child := e.newProcess(g, t.FullEnv().Copy(), t.Process, t)
+	e.startProcess(child)
+	return nil
+}

@@ -1,0 +1,333 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/veena-wf/veena/graph"
+)
+
+// State is the life-cycle state of a process.
+type State uint8
+
+// The process states.
+const (
+	Created State = iota
+	Executing
+	PendingCompletion
+	Completed
+	PendingCancel
+	Canceled
+)
+
+var stateNames = [...]string{"created", "executing", "pending_completion", "completed", "pending_cancel", "canceled"}
+
+func (s State) String() string { return stateNames[s] }
+
+// ParseState maps a state name of the API onto a State.
+func ParseState(name string) (State, bool) {
+	for i, n := range stateNames {
+		if n == name {
+			return State(i), true
+		}
+	}
+	return 0, false
+}
+
+// IsComplete is true in pending_completion and completed.
+func (s State) IsComplete() bool { return s == PendingCompletion || s == Completed }
+
+// IsCanceled is true in pending_cancel and canceled.
+func (s State) IsCanceled() bool { return s == PendingCancel || s == Canceled }
+
+// ExecutionType says how a token came to be: forward execution, or one of
+// the kinds backtracking creates and marks.
+type ExecutionType uint8
+
+// The execution types.
+const (
+	Forward ExecutionType = iota
+	ForwardBacktracked
+	Backtracked
+	UTurn
+	UTurnBacktracked
+)
+
+var execNames = [...]string{"forward", "forward_backtracked", "backtracked", "uturn", "uturn_backtracked"}
+var execShort = [...]string{"F", "FB", "B", "U", "UB"}
+
+func (x ExecutionType) String() string { return execNames[x] }
+
+// Short is the TestProcess notation of the type: F, FB, B, U or UB.
+func (x ExecutionType) Short() string { return execShort[x] }
+
+// IsBacktracked is true for forward_backtracked, backtracked and uturn_backtracked.
+func (x ExecutionType) IsBacktracked() bool {
+	return x == ForwardBacktracked || x == Backtracked || x == UTurnBacktracked
+}
+
+// backtracked is the type a token of this type takes when it is backtracked.
+func (x ExecutionType) backtracked(complete bool) ExecutionType {
+	switch x {
+	case Forward:
+		return ForwardBacktracked
+	case UTurn:
+		if complete {
+			return UTurnBacktracked
+		}
+		return Backtracked
+	}
+	return x
+}
+
+// GuardAction is what a node's guard decided for a token.
+type GuardAction uint8
+
+// The guard actions; GuardNone means the guard has not run.
+const (
+	GuardNone GuardAction = iota
+	Accept
+	Discard
+	Skip
+	Delay
+)
+
+var guardNames = [...]string{"", "accept", "discard", "skip", "delay"}
+
+func (g GuardAction) String() string { return guardNames[g] }
+
+// GuardResult is the outcome of a guard: an action, the arc to skip to, or
+// the time to delay until.
+type GuardResult struct {
+	Action  GuardAction
+	ArcName string    // for Skip: the exit arc name, "" for the default arcs
+	Until   time.Time // for Delay
+}
+
+// Membership places a token in a token set at a member index.
+type Membership struct {
+	Set    *TokenSet
+	Member int
+}
+
+// NodeToken is a token placed on a node. Its history (parents, children,
+// guard action, completion) is kept for the life of the process.
+type NodeToken struct {
+	ID          int   // position in Process.NodeTokens
+	Seq         int64 // per-process creation sequence, shared with arc tokens
+	CompleteSeq int64 // sequence number taken when the token completed (0 while active)
+	Process     *Process
+	Node        *graph.Node
+	Parents     []*ArcToken
+	Children    []*ArcToken
+	GuardAction GuardAction
+	ExecType    ExecutionType
+	Complete    bool
+	CreatedAt   time.Time
+	CompletedAt time.Time
+	Env         *Env // the token's own attributes, shared copy-on-write
+	Sets        []Membership
+	DelayUntil  time.Time
+	DelayCount  int
+
+	active bool
+}
+
+// ArcToken is a token on an arc, between the node token it left and the
+// node token it completed into.
+type ArcToken struct {
+	ID          int
+	Seq         int64
+	Process     *Process
+	Arc         *graph.Arc
+	Parent      *NodeToken
+	Child       *NodeToken // nil while it waits
+	Pending     bool       // created but not yet processed
+	Complete    bool
+	ExecType    ExecutionType
+	Sets        []Membership
+	CreatedAt   time.Time
+	CompletedAt time.Time
+
+	active bool // processed, incomplete, waiting at its end node
+}
+
+// TokenSet groups tokens created together by a completion with a new token
+// set, so that a tokenSet join can wait for all of them.
+type TokenSet struct {
+	ID             int
+	Name           string
+	MaxMemberIndex int
+	Level          int
+	Env            *Env   // shared by all members
+	MemberEnvs     []*Env // one per member index
+}
+
+// ListenerRef is a process-level execution listener, by registered name.
+type ListenerRef struct {
+	Name string
+	Mask EventMask
+}
+
+// Process is one execution of a graph, with its whole token history.
+// Nested processes hang off their parent; a command works on the whole tree.
+type Process struct {
+	ID          string
+	Graph       *graph.Graph
+	State       State
+	Env         *Env
+	Parent      *Process   // nil unless nested
+	ParentToken *NodeToken // the node token of the parent that started it
+	Nested      []*Process // nested processes, in creation order
+	NodeTokens  []*NodeToken
+	ArcTokens   []*ArcToken
+	TokenSets   []*TokenSet
+	Listeners   []ListenerRef
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+
+	// Seq is the last creation sequence number handed out.
+	Seq int64
+	// EventSeq is the number of events fired in the process so far.
+	EventSeq int64
+	// Events are the events fired by the current command, for the caller to
+	// store and publish; the caller clears it.
+	Events []Event
+	// Dirty is set when a command changes the process; the caller clears it.
+	Dirty bool
+
+	activeNodes int
+	activeArcs  int
+	byArc       [][]*ArcToken // active arc tokens per arc index, in arrival order
+	readyArcs   []int         // per node index: input arcs holding an active token outside every set
+	queue       []*ArcToken
+	asyncQueue  []*ArcToken
+	inLoop      bool
+}
+
+// Root returns the top of the process's nesting tree.
+func (p *Process) Root() *Process {
+	for p.Parent != nil {
+		p = p.Parent
+	}
+	return p
+}
+
+// Walk calls fn for p and every nested process below it, parents first.
+func (p *Process) Walk(fn func(*Process)) {
+	fn(p)
+	for _, c := range p.Nested {
+		c.Walk(fn)
+	}
+}
+
+// Find returns the process with that id in p's tree, or nil.
+func (p *Process) Find(id string) *Process {
+	var found *Process
+	p.Root().Walk(func(q *Process) {
+		if q.ID == id {
+			found = q
+		}
+	})
+	return found
+}
+
+// ActiveNodeTokens returns the active node tokens in creation order.
+func (p *Process) ActiveNodeTokens() []*NodeToken {
+	var out []*NodeToken
+	for _, t := range p.NodeTokens {
+		if t.active {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ActiveArcTokens returns the arc tokens waiting at joins, in creation order.
+func (p *Process) ActiveArcTokens() []*ArcToken {
+	var out []*ArcToken
+	for _, a := range p.ArcTokens {
+		if a.active {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Active reports whether the token is in the process's active list.
+func (t *NodeToken) Active() bool { return t.active }
+
+// Active reports whether the arc token waits at its end node.
+func (a *ArcToken) Active() bool { return a.active }
+
+// FullEnv is the token's environment over its process's: reads prefer the
+// token, writes go to the token.
+func (t *NodeToken) FullEnv() FullEnv { return FullEnv{t} }
+
+// Membership returns the token's first membership of a set with that name.
+func (t *NodeToken) Membership(name string) (Membership, bool) {
+	for _, m := range t.Sets {
+		if m.Set.Name == name {
+			return m, true
+		}
+	}
+	return Membership{}, false
+}
+
+// MemberEnv is the environment of this member of the set.
+func (m Membership) MemberEnv() *Env { return m.Set.MemberEnvs[m.Member] }
+
+// writableEnv returns the token's own environment, copying it first if it
+// is shared with another token.
+func (t *NodeToken) writableEnv() *Env {
+	if t.Env == nil {
+		t.Env = NewEnv()
+	} else if t.Env.shared {
+		t.Env = t.Env.Clone()
+	}
+	t.Process.Dirty = true
+	return t.Env
+}
+
+// SetAttr sets an attribute of the token's own environment.
+func (t *NodeToken) SetAttr(name string, v Value) { t.writableEnv().Set(name, v) }
+
+// SetTransient sets a transient attribute of the token's own environment.
+func (t *NodeToken) SetTransient(name string, v any) { t.writableEnv().SetTransient(name, v) }
+
+// Attr reads an attribute of the token's own environment.
+func (t *NodeToken) Attr(name string) (Value, bool) { return t.Env.Get(name) }
+
+// FullEnv reads a token's attributes over its process's.
+type FullEnv struct{ t *NodeToken }
+
+// Get reads the token attribute, or else the process attribute.
+func (f FullEnv) Get(name string) (Value, bool) {
+	if v, ok := f.t.Env.Get(name); ok {
+		return v, true
+	}
+	return f.t.Process.Env.Get(name)
+}
+
+// Has reports whether the token or the process has the attribute (persistent or transient).
+func (f FullEnv) Has(name string) bool { return f.t.Env.Has(name) || f.t.Process.Env.Has(name) }
+
+// Transient reads a transient attribute of the token, or else of the process.
+func (f FullEnv) Transient(name string) (any, bool) {
+	if v, ok := f.t.Env.Transient(name); ok {
+		return v, true
+	}
+	return f.t.Process.Env.Transient(name)
+}
+
+// Set writes to the token's own environment.
+func (f FullEnv) Set(name string, v Value) { f.t.SetAttr(name, v) }
+
+// Remove removes from the token's own environment.
+func (f FullEnv) Remove(name string) { f.t.writableEnv().Remove(name) }
+
+// Copy returns the merged attributes (process, then token over it) as a new Env.
+func (f FullEnv) Copy() *Env {
+	e := f.t.Process.Env.Clone()
+	e.Import(f.t.Env)
+	return e
+}

@@ -1,0 +1,172 @@
+package veena
+
+import (
+	"errors"
+	"time"
+
+	"github.com/veena-wf/veena/kernel"
+)
+
+// Value is a typed environment attribute (string, integer, float, boolean, date).
+type Value = kernel.Value
+
+// Definition is one version of a loaded process definition, as the API shows it.
+type Definition struct {
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Format    string    `json:"format"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"createdAt"`
+	Nodes     []Node    `json:"nodes"`
+	Arcs      []Arc     `json:"arcs"`
+}
+
+// Node is a node of a definition. External is the instance it was imported
+// through ("" for the definition's own nodes).
+type Node struct {
+	Name      string `json:"name"`
+	External  string `json:"external"`
+	Type      string `json:"type"`
+	Start     bool   `json:"start"`
+	Join      string `json:"join"`
+	JoinParam string `json:"joinParam"`
+	Guard     string `json:"guard"`
+}
+
+// Arc is an arc of a definition; Name is nil for the default arc.
+type Arc struct {
+	From         string  `json:"from"`
+	To           string  `json:"to"`
+	Name         *string `json:"name"`
+	FromExternal string  `json:"fromExternal"`
+	ToExternal   string  `json:"toExternal"`
+}
+
+// Process is a process as the API shows it. Env holds persistent attributes only.
+type Process struct {
+	ID          string            `json:"id"`
+	Definition  string            `json:"definition"`
+	Version     int               `json:"version"`
+	State       string            `json:"state"`
+	Env         map[string]Value  `json:"env"`
+	ParentToken *string           `json:"parentToken"`
+	Context     map[string]string `json:"context,omitempty"`
+	CreatedAt   time.Time         `json:"createdAt"`
+	UpdatedAt   time.Time         `json:"updatedAt"`
+}
+
+// TokenSetRef is a token's membership in a token set.
+type TokenSetRef struct {
+	Set    string `json:"set"`
+	Name   string `json:"name"`
+	Member int    `json:"member"`
+}
+
+// NodeToken is a node token as the API shows it. Parents and Children are arc token ids.
+type NodeToken struct {
+	ID            string           `json:"id"`
+	Process       string           `json:"process"`
+	Node          string           `json:"node"`
+	External      string           `json:"external"`
+	Complete      bool             `json:"complete"`
+	ExecutionType string           `json:"executionType"`
+	GuardAction   *string          `json:"guardAction"`
+	Parents       []string         `json:"parents"`
+	Children      []string         `json:"children"`
+	TokenSets     []TokenSetRef    `json:"tokenSets"`
+	Env           map[string]Value `json:"env"`
+	CreatedAt     time.Time        `json:"createdAt"`
+	CompletedAt   *time.Time       `json:"completedAt"`
+	DelayUntil    *time.Time       `json:"delayUntil,omitempty"`
+}
+
+// ArcToken is an arc token as the API shows it.
+type ArcToken struct {
+	ID            string        `json:"id"`
+	Process       string        `json:"process"`
+	Arc           Arc           `json:"arc"`
+	Parent        string        `json:"parent"`
+	Child         *string       `json:"child"`
+	Pending       bool          `json:"pending"`
+	Complete      bool          `json:"complete"`
+	ExecutionType string        `json:"executionType"`
+	TokenSets     []TokenSetRef `json:"tokenSets"`
+}
+
+// TokenHistory is every node and arc token of a process, in creation order.
+type TokenHistory struct {
+	NodeTokens []NodeToken `json:"nodeTokens"`
+	ArcTokens  []ArcToken  `json:"arcTokens"`
+}
+
+// Event is one execution event of a process. ArcNames holds nil for the default arc.
+type Event struct {
+	Seq       int64     `json:"seq"`
+	Process   string    `json:"process"`
+	Type      string    `json:"type"`
+	NodeToken *string   `json:"nodeToken"`
+	ArcToken  *string   `json:"arcToken"`
+	ArcNames  []*string `json:"arcNames"`
+	At        time.Time `json:"at"`
+}
+
+// StartRequest starts a process of the named definition (Version 0 = latest).
+type StartRequest struct {
+	Definition string
+	Version    int
+	Env        map[string]any // attribute values: string, bool, numbers, time.Time, json.Number, Value
+	// Context routes incoming events to this process (see SendEvent).
+	Context map[string]string
+	// IdempotencyKey, if set, makes a retry of the same start return the first result.
+	IdempotencyKey string
+}
+
+// CompleteRequest completes a node token. Arcs nil means the default arcs;
+// a nil element names the default arcs; an empty non-nil slice takes no arc.
+type CompleteRequest struct {
+	Arcs           []*string
+	Env            map[string]any // merged into the token's env first; nil values remove
+	TokenSet       *TokenSetRequest
+	IdempotencyKey string
+}
+
+// TokenSetRequest completes with a new token set on the single arc name given in Arcs.
+type TokenSetRequest struct {
+	Name      string
+	Count     int
+	Env       map[string]any
+	MemberEnv map[string][]any
+}
+
+// ProcessFilter selects processes for listing; Limit defaults to 100 (max 1000).
+type ProcessFilter struct {
+	Definition  string
+	State       string
+	ParentToken string
+	Limit       int
+	After       string // cursor from the previous page's Next
+}
+
+// ProcessPage is one page of processes; Next is "" on the last page.
+type ProcessPage struct {
+	Items []Process `json:"items"`
+	Next  string    `json:"next"`
+}
+
+// Error codes of the API that are not kernel refusals.
+var (
+	ErrNotFound          = &kernel.Error{Code: "not_found", Msg: "not found"}
+	ErrDefinitionInvalid = &kernel.Error{Code: "definition_invalid", Msg: "definition invalid"}
+	ErrConflict          = &kernel.Error{Code: "conflict", Msg: "conflict"}
+	ErrInvalidArgument   = kernel.ErrInvalidArgument
+	ErrUnavailable       = &kernel.Error{Code: "store_unavailable", Msg: "the store is unavailable"}
+)
+
+// Code returns the stable error code of err ("internal" if it has none).
+func Code(err error) string {
+	var ke *kernel.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return "internal"
+}
