@@ -173,15 +173,15 @@ func (e *Error) Is(target error) bool {
 
 // Sentinel errors for the conditions callers act on; match with errors.Is.
 var (
-	ErrTokenComplete        = &Error{Code: "token_complete", Msg: "the node token is already complete"}
-	ErrProcessNotExecuting  = &Error{Code: "process_not_executing", Msg: "the process is not executing"}
-	ErrBacktrackNotAllowed  = &Error{Code: "backtrack_not_allowed", Msg: "backtracking is not allowed"}
-	ErrJoinNotMember        = &Error{Code: "join_not_member", Msg: "a token outside every token set reached a tokenSet join"}
-	ErrNoStartNodes         = &Error{Code: "no_start_nodes", Msg: "the definition has no start nodes"}
-	ErrExecutionFailed      = &Error{Code: "execution_failed", Msg: "execution failed"}
-	ErrInvalidArgument      = &Error{Code: "invalid_argument", Msg: "invalid argument"}
-	ErrNotDelayed           = &Error{Code: "token_not_delayed", Msg: "the node token is not delayed"}
-	ErrDefinitionNotFound   = &Error{Code: "definition_not_found", Msg: "definition not found"}
+	ErrTokenComplete         = &Error{Code: "token_complete", Msg: "the node token is already complete"}
+	ErrProcessNotExecuting   = &Error{Code: "process_not_executing", Msg: "the process is not executing"}
+	ErrBacktrackNotAllowed   = &Error{Code: "backtrack_not_allowed", Msg: "backtracking is not allowed"}
+	ErrJoinNotMember         = &Error{Code: "join_not_member", Msg: "a token outside every token set reached a tokenSet join"}
+	ErrNoStartNodes          = &Error{Code: "no_start_nodes", Msg: "the definition has no start nodes"}
+	ErrExecutionFailed       = &Error{Code: "execution_failed", Msg: "execution failed"}
+	ErrInvalidArgument       = &Error{Code: "invalid_argument", Msg: "invalid argument"}
+	ErrNotDelayed            = &Error{Code: "token_not_delayed", Msg: "the node token is not delayed"}
+	ErrDefinitionNotFound    = &Error{Code: "definition_not_found", Msg: "definition not found"}
 	ErrDefinitionNotPrepared = &Error{Code: "definition_invalid", Msg: "definition invalid"}
 )
 

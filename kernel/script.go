@@ -187,12 +187,14 @@ type jsToken struct {
 	b scriptBinding
 }
 
-func (j *jsToken) Id() int                 { return j.t.ID }
-func (j *jsToken) Node() string            { return j.t.Node.Name }
-func (j *jsToken) External() string        { return j.t.Node.ExternalName() }
-func (j *jsToken) Process() string         { return j.t.Process.ID }
-func (j *jsToken) IsComplete() bool        { return j.t.Complete }
-func (j *jsToken) Env() map[string]any     { return j.b.env(j.t.writableEnv, func() *Env { return j.t.Env }) }
+func (j *jsToken) Id() int          { return j.t.ID }
+func (j *jsToken) Node() string     { return j.t.Node.Name }
+func (j *jsToken) External() string { return j.t.Node.ExternalName() }
+func (j *jsToken) Process() string  { return j.t.Process.ID }
+func (j *jsToken) IsComplete() bool { return j.t.Complete }
+func (j *jsToken) Env() map[string]any {
+	return j.b.env(j.t.writableEnv, func() *Env { return j.t.Env })
+}
 func (j *jsToken) FullEnv() map[string]any { return j.b.fullEnv(j.t) }
 
 func (b scriptBinding) token(t *NodeToken) *jsToken { return &jsToken{t: t, b: b} }
