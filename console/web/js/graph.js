@@ -1,0 +1,572 @@
+// Draws a Veena definition as a graph: ELK (elkjs) computes a layered layout,
+// with one compound box per external instance, and Cytoscape draws it with
+// zoom and pan. A process page lays the token state over the same drawing.
+
+import cytoscape from '/vendor/cytoscape.esm.min.mjs';
+import { h } from './ui.js';
+
+const FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", "DejaVu Sans", Arial, sans-serif';
+const FONT_SIZE = 12;
+const LINE_HEIGHT = 16;
+
+let elkPromise = null;
+function loadElk() {
+  if (!elkPromise) {
+    elkPromise = new Promise((resolve, reject) => {
+      if (window.ELK) { resolve(new window.ELK()); return; }
+      const s = document.createElement('script');
+      s.src = '/vendor/elk.bundled.js';
+      s.onload = () => resolve(new window.ELK());
+      s.onerror = () => reject(new Error('The graph layout library could not be loaded. Was the console built with `make console`?'));
+      document.head.appendChild(s);
+    });
+  }
+  return elkPromise;
+}
+
+let measureCtx = null;
+function textWidth(text, bold) {
+  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
+  measureCtx.font = `${bold ? '600 ' : ''}${FONT_SIZE}px ${FONT_FAMILY}`;
+  return measureCtx.measureText(text).width;
+}
+
+// The key of a node: its name, after its external instance's name and a
+// slash for an imported node.
+export function nodeKey(name, external) {
+  return external ? `${external}/${name}` : name;
+}
+const nodeId = (key) => `n:${key}`;
+const externalId = (ext) => `x:${ext}`;
+
+export const BUILTIN_TYPES = ['node', 'wait', 'script', 'nested'];
+
+const JOIN_WORDS = {
+  or: 'or-join', and: 'and-join', labelAnd: 'label-and join', first: 'first-join',
+  tokenSet: 'token-set join', tokenSetOr: 'token-set-or join', class: 'class join', joinlang: 'JoinLang join',
+};
+
+export function joinWords(node) {
+  const w = JOIN_WORDS[node.join || 'or'] || `${node.join} join`;
+  return node.joinParam ? `${w} (${node.joinParam})` : w;
+}
+
+// describes how a node looks and reads, before any token state.
+function describeNode(node, inDegree) {
+  const type = node.type || 'node';
+  const typeClass = BUILTIN_TYPES.includes(type) ? `t-${type}` : 't-custom';
+  const title = `${node.start ? '▶ ' : ''}${node.name}`;
+  const parts = [type];
+  const join = node.join || 'or';
+  if (join !== 'or' || inDegree > 1) parts.push(`⋈ ${JOIN_WORDS[join] || join}`);
+  if (node.guard && node.guard.trim()) parts.push('guard');
+  return { title, sub: parts.join(' · '), typeClass };
+}
+
+// Lays out and draws a definition. Returns a view with setOverlay() for the
+// process page, select(), fit() and destroy().
+export function createGraphView(definition, { stateLines = false, onSelectNode, onSelectArc } = {}) {
+  const host = h('div.graph-host');
+  const canvas = h('div.graph-canvas', {
+    tabindex: '0', role: 'application',
+    'aria-label': `Graph of ${definition.name}. Keys: plus and minus zoom, 0 fits, arrow keys pan.`,
+  });
+  const tip = h('div.graph-tip', { role: 'tooltip', hidden: true });
+  const status = h('div.graph-status', { 'aria-live': 'polite' }, 'Laying out the graph…');
+  const zoomIn = h('button.small', { type: 'button', title: 'Zoom in (+)', 'aria-label': 'Zoom in' }, '+');
+  const zoomOut = h('button.small', { type: 'button', title: 'Zoom out (−)', 'aria-label': 'Zoom out' }, '−');
+  const fitBtn = h('button.small', { type: 'button', title: 'Fit the whole graph (0)', 'aria-label': 'Fit the graph' }, 'Fit');
+  const tools = h('div.graph-tools', zoomIn, zoomOut, fitBtn);
+  host.append(tools, canvas, tip, status);
+  // Where a node is drawn, in page coordinates: for tests and tools.
+  host.nodeScreenPosition = (key) => {
+    const el = cy.getElementById(nodeId(key));
+    if (el.empty()) return null;
+    const p = el.renderedPosition();
+    const r = canvas.getBoundingClientRect();
+    return { x: r.left + p.x, y: r.top + p.y };
+  };
+
+  const nodes = definition.nodes || [];
+  const arcs = definition.arcs || [];
+  const inDegree = new Map();
+  for (const a of arcs) {
+    const k = nodeKey(a.to, a.toExternal);
+    inDegree.set(k, (inDegree.get(k) || 0) + 1);
+  }
+  const byKey = new Map();
+  const externals = [];
+  for (const n of nodes) {
+    byKey.set(nodeKey(n.name, n.external), n);
+    if (n.external && !externals.includes(n.external)) externals.push(n.external);
+  }
+
+  // Node sizes come from their labels, so ELK leaves room for the text.
+  const lines = stateLines ? 3 : 2;
+  const elements = [];
+  const sizes = new Map();
+  for (const ext of externals) {
+    elements.push({ group: 'nodes', data: { id: externalId(ext), label: `external instance ${ext}` }, classes: 'external' });
+  }
+  for (const n of nodes) {
+    const key = nodeKey(n.name, n.external);
+    const d = describeNode(n, inDegree.get(key) || 0);
+    const custom = d.typeClass === 't-custom';
+    const w = Math.ceil(Math.max(textWidth(d.title, true), textWidth(d.sub), stateLines ? 120 : 0) + (custom ? 44 : 28));
+    const hgt = lines * LINE_HEIGHT + 14;
+    sizes.set(key, { w: Math.max(w, 80), h: hgt });
+    elements.push({
+      group: 'nodes',
+      data: {
+        id: nodeId(key), key, label: `${d.title}\n${d.sub}`, base: `${d.title}\n${d.sub}`,
+        w: Math.max(w, 80), h: hgt, parent: n.external ? externalId(n.external) : undefined,
+      },
+      classes: [d.typeClass, n.start ? 'start' : '', n.guard ? 'guarded' : ''].filter(Boolean).join(' '),
+    });
+  }
+  arcs.forEach((a, i) => {
+    const s = nodeKey(a.from, a.fromExternal);
+    const t = nodeKey(a.to, a.toExternal);
+    if (!byKey.has(s) || !byKey.has(t)) return;
+    elements.push({
+      group: 'edges',
+      data: { id: `e${i}`, index: i, source: nodeId(s), target: nodeId(t), label: a.name || '', base: a.name || '' },
+      classes: a.name ? 'named' : 'default-arc',
+    });
+  });
+
+  const cy = cytoscape({
+    container: canvas,
+    elements,
+    style: graphStyle(stateLines),
+    layout: { name: 'preset' },
+    minZoom: 0.08,
+    maxZoom: 3,
+    boxSelectionEnabled: false,
+    autoungrabify: true,
+  });
+
+  // Hover: a tooltip with the type, join and guard (and tokens on a process page).
+  let tokenInfo = new Map();
+  function showTip(html, pos) {
+    tip.replaceChildren(...html);
+    tip.hidden = false;
+    const box = canvas.getBoundingClientRect();
+    const x = Math.min(pos.x + 14, box.width - tip.offsetWidth - 4);
+    const y = Math.min(pos.y + 14, box.height - tip.offsetHeight - 4);
+    tip.style.left = `${Math.max(4, x)}px`;
+    tip.style.top = `${Math.max(4, y) + canvas.offsetTop}px`;
+  }
+  cy.on('mouseover', 'node', (e) => {
+    const key = e.target.data('key');
+    if (!key) return;
+    const n = byKey.get(key);
+    showTip(nodeTipContent(n, tokenInfo.get(key)), e.renderedPosition);
+  });
+  cy.on('mouseover', 'edge', (e) => {
+    const a = arcs[e.target.data('index')];
+    const from = a.fromExternal ? `${a.fromExternal} / ${a.from}` : a.from;
+    const to = a.toExternal ? `${a.toExternal} / ${a.to}` : a.to;
+    showTip([h('strong', a.name ? `arc “${a.name}”` : 'default arc'), h('div', `${from} → ${to}`)], e.renderedPosition);
+  });
+  cy.on('mouseout', () => { tip.hidden = true; });
+  cy.on('pan zoom', () => { tip.hidden = true; });
+  cy.on('tap', 'node', (e) => {
+    const key = e.target.data('key');
+    if (key && onSelectNode) onSelectNode(byKey.get(key), key);
+  });
+  cy.on('tap', 'edge', (e) => {
+    if (onSelectArc) onSelectArc(arcs[e.target.data('index')]);
+  });
+
+  const zoomBy = (f) => {
+    const c = { x: canvas.clientWidth / 2, y: canvas.clientHeight / 2 };
+    cy.zoom({ level: cy.zoom() * f, renderedPosition: c });
+  };
+  zoomIn.addEventListener('click', () => zoomBy(1.25));
+  zoomOut.addEventListener('click', () => zoomBy(0.8));
+  fitBtn.addEventListener('click', () => cy.fit(undefined, 24));
+  canvas.addEventListener('keydown', (e) => {
+    const step = 60;
+    const keys = {
+      '+': () => zoomBy(1.25), '=': () => zoomBy(1.25), '-': () => zoomBy(0.8), _: () => zoomBy(0.8),
+      0: () => cy.fit(undefined, 24),
+      ArrowLeft: () => cy.panBy({ x: step, y: 0 }), ArrowRight: () => cy.panBy({ x: -step, y: 0 }),
+      ArrowUp: () => cy.panBy({ x: 0, y: step }), ArrowDown: () => cy.panBy({ x: 0, y: -step }),
+    };
+    const f = keys[e.key];
+    if (f) { f(); e.preventDefault(); }
+  });
+
+  // The layout runs once the host is in the page, so the direction can follow
+  // the width: left to right on a wide screen, top to bottom on a narrow one.
+  const ready = (async () => {
+    await new Promise((r) => requestAnimationFrame(r));
+    const elk = await loadElk();
+    const narrow = canvas.clientWidth > 0 && canvas.clientWidth < 640;
+    const positions = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT');
+    cy.batch(() => {
+      for (const [key, p] of positions) {
+        const el = cy.getElementById(nodeId(key));
+        if (el.nonempty()) el.position(p);
+      }
+    });
+    cy.resize();
+    fitReadable(cy);
+    // A short graph gets a shorter canvas, so the page has no empty box.
+    const bb = cy.elements().renderedBoundingBox();
+    const want = Math.max(300, Math.ceil(bb.h) + 64);
+    if (want < canvas.clientHeight - 40) {
+      canvas.style.height = `${want}px`;
+      cy.resize();
+      fitReadable(cy);
+    }
+    status.textContent = `${nodes.length} nodes, ${arcs.length} arcs`;
+    host.classList.add('laid-out');
+  })().catch((err) => {
+    status.textContent = err.message;
+    status.classList.add('error');
+    throw err;
+  });
+
+  return {
+    el: host,
+    cy,
+    ready,
+    setOverlay(overlay) {
+      tokenInfo = overlay.nodes;
+      applyOverlay(cy, overlay);
+      // A plain-text summary of the drawn state, for assistive tools and tests.
+      host.dataset.tokenState = [...overlay.nodes]
+        .filter(([, s]) => s.primary)
+        .map(([k, s]) => `${k}=${s.primary}`).sort().join(' ');
+      host.dataset.waitingArcs = [...overlay.edges]
+        .filter(([, e]) => e.waiting)
+        .map(([i]) => { const a = arcs[i]; return `${a.from}->${a.to}`; }).sort().join(' ');
+    },
+    select(key) {
+      cy.$(':selected').unselect();
+      const el = cy.getElementById(nodeId(key));
+      if (el.nonempty()) {
+        el.select();
+        if (!el.renderedBoundingBox) return;
+        const bb = el.renderedBoundingBox();
+        if (bb.x2 < 0 || bb.y2 < 0 || bb.x1 > canvas.clientWidth || bb.y1 > canvas.clientHeight) cy.center(el);
+      }
+    },
+    fit() { cy.resize(); cy.fit(undefined, 24); },
+    destroy() { cy.destroy(); },
+  };
+}
+
+// Fits the whole graph; a very large one is shown from its start instead, at
+// a zoom where the names can still be read.
+function fitReadable(cy) {
+  cy.fit(undefined, 24);
+  if (cy.zoom() >= 0.45) return;
+  const level = 0.75;
+  const starts = cy.nodes('.start');
+  const target = starts.nonempty() ? starts : cy.nodes().first();
+  cy.zoom(level);
+  const bb = target.boundingBox();
+  if (cy.width() < 640) cy.pan({ x: cy.width() / 2 - ((bb.x1 + bb.x2) / 2) * level, y: -bb.y1 * level + 24 });
+  else cy.pan({ x: -bb.x1 * level + 24, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * level });
+}
+
+async function layout(elk, nodes, arcs, externals, sizes, direction) {
+  const child = (key) => ({ id: key, width: sizes.get(key).w, height: sizes.get(key).h });
+  const groups = new Map(externals.map((x) => [x, {
+    id: externalId(x), children: [],
+    layoutOptions: { 'elk.padding': '[top=40,left=20,bottom=20,right=20]' },
+  }]));
+  const top = [];
+  for (const n of nodes) {
+    const key = nodeKey(n.name, n.external);
+    if (n.external) groups.get(n.external).children.push(child(key));
+    else top.push(child(key));
+  }
+  const edges = [];
+  arcs.forEach((a, i) => {
+    const s = nodeKey(a.from, a.fromExternal);
+    const t = nodeKey(a.to, a.toExternal);
+    if (!sizes.has(s) || !sizes.has(t)) return;
+    const e = { id: `e${i}`, sources: [s], targets: [t] };
+    if (a.name) e.labels = [{ text: a.name, width: textWidth(a.name) + 10, height: 16 }];
+    edges.push(e);
+  });
+  const graph = {
+    id: 'root',
+    layoutOptions: {
+      'elk.algorithm': 'layered',
+      'elk.direction': direction,
+      'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
+      'elk.edgeRouting': 'POLYLINE',
+      'elk.spacing.nodeNode': '28',
+      'elk.spacing.edgeNode': '18',
+      'elk.spacing.edgeLabel': '4',
+      'elk.layered.spacing.nodeNodeBetweenLayers': '56',
+      'elk.layered.spacing.edgeNodeBetweenLayers': '20',
+      'elk.layered.nodePlacement.strategy': 'NETWORK_SIMPLEX',
+      'elk.layered.cycleBreaking.strategy': 'DEPTH_FIRST',
+      'elk.edgeLabels.placement': 'CENTER',
+      'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES',
+    },
+    children: [...top, ...groups.values()],
+    edges,
+  };
+  const out = await elk.layout(graph);
+  const positions = new Map();
+  const walk = (n, ox, oy) => {
+    for (const c of n.children || []) {
+      const x = ox + (c.x || 0);
+      const y = oy + (c.y || 0);
+      if (c.children && c.children.length) walk(c, x, y);
+      else if (sizes.has(c.id)) positions.set(c.id, { x: x + c.width / 2, y: y + c.height / 2 });
+    }
+  };
+  walk(out, 0, 0);
+  return positions;
+}
+
+function nodeTipContent(n, info) {
+  if (!n) return [];
+  const out = [h('strong', n.name)];
+  if (n.external) out.push(h('div', `imported through external instance ${n.external}`));
+  out.push(h('div', `type: ${n.type || 'node'}${n.start ? ' · start node' : ''}`));
+  out.push(h('div', joinWords(n)));
+  out.push(n.guard && n.guard.trim()
+    ? h('div', 'guard: ', h('code', n.guard))
+    : h('div.muted', 'no guard (always accept)'));
+  if (info && info.tokens.length) out.push(h('div.tip-tokens', info.summary));
+  return out;
+}
+
+// ---- token state ---------------------------------------------------------
+
+const BACKTRACKED = new Set(['backtracked', 'forward_backtracked', 'uturn_backtracked']);
+
+function arcKey(a) {
+  return [a.from, a.fromExternal || '', a.to, a.toExternal || '', a.name || ''].join('\u0000');
+}
+
+// Summarises a token history per node and per arc of the definition.
+export function computeOverlay(definition, tokens) {
+  const nodes = new Map();
+  const arcIndex = new Map();
+  (definition.arcs || []).forEach((a, i) => {
+    const k = arcKey(a);
+    if (!arcIndex.has(k)) arcIndex.set(k, []);
+    arcIndex.get(k).push(i);
+  });
+  const info = (key) => {
+    if (!nodes.has(key)) {
+      nodes.set(key, { tokens: [], active: 0, delayed: 0, completed: 0, discarded: 0, skipped: 0, backtracked: 0, runs: 0, waiting: 0, primary: '', summary: '' });
+    }
+    return nodes.get(key);
+  };
+  for (const t of tokens.nodeTokens || []) {
+    const s = info(nodeKey(t.node, t.external));
+    s.tokens.push(t);
+    const state = tokenState(t);
+    s[state]++;
+    if (!BACKTRACKED.has(t.executionType)) s.runs++;
+  }
+  const edges = new Map();
+  for (const a of tokens.arcTokens || []) {
+    const idx = (arcIndex.get(arcKey(a.arc || {})) || [])[0];
+    if (idx === undefined) continue;
+    if (!edges.has(idx)) edges.set(idx, { waiting: 0, done: 0, backtracked: 0, active: 0 });
+    const e = edges.get(idx);
+    if (BACKTRACKED.has(a.executionType)) e.backtracked++;
+    else if (a.pending && !a.complete) {
+      e.waiting++;
+      info(nodeKey(a.arc.to, a.arc.toExternal)).waiting++;
+    } else if (a.complete) e.done++;
+    else e.active++;
+  }
+  for (const s of nodes.values()) {
+    s.primary = ['active', 'delayed', 'waiting', 'completed', 'backtracked', 'discarded', 'skipped'].find((k) => s[k] > 0) || '';
+    const words = [];
+    if (s.active) words.push(s.active > 1 ? `● ${s.active} active` : '● active');
+    if (s.delayed) words.push(`◔ ${s.delayed} delayed`);
+    if (s.waiting) words.push(`◷ ${s.waiting} arc${s.waiting > 1 ? 's' : ''} waiting`);
+    if (s.completed) words.push(s.completed > 1 ? `✓ ${s.completed}× done` : '✓ done');
+    if (s.backtracked) words.push(`↺ ${s.backtracked} backtracked`);
+    if (s.discarded) words.push(`✕ ${s.discarded} discarded`);
+    if (s.skipped) words.push(`» ${s.skipped} skipped`);
+    s.summary = words.join(' · ');
+  }
+  return { nodes, edges };
+}
+
+export function tokenState(t) {
+  if (BACKTRACKED.has(t.executionType)) return 'backtracked';
+  if (t.guardAction === 'discard') return 'discarded';
+  if (t.guardAction === 'skip') return 'skipped';
+  if (t.guardAction === 'delay' && !t.complete) return 'delayed';
+  if (!t.complete) return 'active';
+  return 'completed';
+}
+
+const NODE_STATES = ['s-active', 's-delayed', 's-waiting', 's-completed', 's-backtracked', 's-discarded', 's-skipped', 's-multi'];
+const EDGE_STATES = ['s-waiting', 's-done', 's-backtracked', 's-active'];
+
+function applyOverlay(cy, overlay) {
+  cy.batch(() => {
+    cy.nodes().forEach((el) => {
+      const key = el.data('key');
+      if (!key) return;
+      el.removeClass(NODE_STATES.join(' '));
+      const s = overlay.nodes.get(key);
+      if (!s || !s.primary) {
+        el.data('label', el.data('base'));
+        return;
+      }
+      el.addClass(`s-${s.primary}`);
+      if (s.runs > 1) el.addClass('s-multi');
+      el.data('label', `${el.data('base')}\n${compactState(s)}`);
+    });
+    cy.edges().forEach((el) => {
+      el.removeClass(EDGE_STATES.join(' '));
+      const e = overlay.edges.get(el.data('index'));
+      let label = el.data('base');
+      if (e) {
+        if (e.waiting) { el.addClass('s-waiting'); label = label ? `${label} · waiting` : 'waiting'; }
+        else if (e.active) el.addClass('s-active');
+        else if (e.done) el.addClass('s-done');
+        else if (e.backtracked) el.addClass('s-backtracked');
+        if (e.done > 1 && !e.waiting) label = label ? `${label} ×${e.done}` : `×${e.done}`;
+      }
+      el.data('label', label);
+    });
+  });
+}
+
+function compactState(s) {
+  const lead = {
+    active: s.active > 1 ? `● ${s.active} active` : '● active',
+    delayed: '◔ delayed',
+    waiting: `◷ join: ${s.waiting} waiting`,
+    completed: '✓ completed',
+    backtracked: '↺ backtracked',
+    discarded: '✕ discarded',
+    skipped: '» skipped',
+  }[s.primary];
+  const extra = [];
+  if (s.runs > 1) extra.push(`ran ${s.runs}×`);
+  if (s.backtracked && s.primary !== 'backtracked') extra.push(`↺${s.backtracked}`);
+  return extra.length ? `${lead} · ${extra.join(' ')}` : lead;
+}
+
+// ---- style ---------------------------------------------------------------
+
+function graphStyle(processMode) {
+  const neutral = processMode;
+  const typeStyle = (color, fill, extra = {}) => ({
+    'border-color': color,
+    'background-color': neutral ? '#ffffff' : fill,
+    ...extra,
+  });
+  return [
+    {
+      selector: 'node',
+      style: {
+        shape: 'round-rectangle',
+        label: 'data(label)',
+        'text-wrap': 'wrap',
+        'text-valign': 'center',
+        'text-halign': 'center',
+        'line-height': LINE_HEIGHT / FONT_SIZE,
+        'font-family': FONT_FAMILY,
+        'font-size': FONT_SIZE,
+        color: '#17202e',
+        'background-color': '#eef2f7',
+        'border-width': 1.5,
+        'border-color': '#64748b',
+        'min-zoomed-font-size': 5,
+      },
+    },
+    { selector: 'node[w]', style: { width: 'data(w)', height: 'data(h)' } },
+    { selector: 'node.t-node', style: typeStyle('#64748b', '#eef2f7') },
+    { selector: 'node.t-wait', style: typeStyle('#b45309', '#fff3d6', { 'border-style': 'double', 'border-width': 4 }) },
+    { selector: 'node.t-script', style: typeStyle('#7c3aed', '#f1e8ff', { shape: 'cut-rectangle' }) },
+    { selector: 'node.t-nested', style: typeStyle('#0369a1', '#dff1fd', { shape: 'barrel', 'border-width': 3 }) },
+    { selector: 'node.t-custom', style: typeStyle('#0f766e', '#dcf7f2', { shape: 'round-hexagon' }) },
+    { selector: 'node.start', style: { 'border-color': '#15803d', 'border-width': 3 } },
+    { selector: 'node.t-wait.start', style: { 'border-width': 5 } },
+    {
+      selector: 'node.external',
+      style: {
+        shape: 'round-rectangle',
+        label: 'data(label)',
+        'text-valign': 'top',
+        'text-halign': 'center',
+        'text-margin-y': -3,
+        'font-size': 11,
+        'font-weight': 600,
+        color: '#475569',
+        'background-color': '#f1f5f9',
+        'background-opacity': 0.7,
+        'border-style': 'dashed',
+        'border-width': 1.5,
+        'border-color': '#94a3b8',
+        padding: 16,
+      },
+    },
+    // Token state on a process page: the fill tells the state.
+    { selector: 'node.s-completed', style: { 'background-color': '#d3f5dc' } },
+    { selector: 'node.s-active', style: { 'background-color': '#d6e6ff', 'border-color': '#1d4ed8', 'border-width': 4, 'border-style': 'solid', 'underlay-color': '#3b82f6', 'underlay-padding': 6, 'underlay-opacity': 0.25, 'underlay-shape': 'round-rectangle' } },
+    { selector: 'node.s-delayed', style: { 'background-color': '#efe3ff', 'border-color': '#7c3aed', 'border-width': 3 } },
+    { selector: 'node.s-waiting', style: { 'background-color': '#fff1c7', 'border-color': '#d97706', 'border-width': 3, 'border-style': 'dashed' } },
+    { selector: 'node.s-backtracked', style: { 'background-color': '#ffe4d5', 'border-color': '#c2410c', 'border-style': 'dotted', 'border-width': 3 } },
+    { selector: 'node.s-discarded', style: { 'background-color': '#e5e7eb', color: '#4b5563', 'border-color': '#6b7280', 'border-style': 'dashed' } },
+    { selector: 'node.s-skipped', style: { 'background-color': '#f3f4f6', color: '#4b5563', 'border-color': '#9ca3af', 'border-style': 'dotted' } },
+    { selector: 'node:selected', style: { 'overlay-color': '#1d4ed8', 'overlay-opacity': 0.12, 'overlay-padding': 6 } },
+    {
+      selector: 'edge',
+      style: {
+        'curve-style': 'bezier',
+        width: 1.6,
+        'line-color': '#8391a7',
+        'target-arrow-color': '#8391a7',
+        'target-arrow-shape': 'triangle',
+        'arrow-scale': 1.1,
+        label: 'data(label)',
+        'font-family': FONT_FAMILY,
+        'font-size': 11,
+        color: '#334155',
+        'text-background-color': '#ffffff',
+        'text-background-opacity': 0.92,
+        'text-background-padding': 2,
+        'text-background-shape': 'round-rectangle',
+        'text-border-color': '#cbd5e1',
+        'text-border-width': 1,
+        'text-border-opacity': 1,
+        'min-zoomed-font-size': 5,
+      },
+    },
+    { selector: 'edge.default-arc', style: { 'text-border-opacity': 0, 'text-background-opacity': 0 } },
+    { selector: 'edge.s-done', style: { 'line-color': '#2f9e44', 'target-arrow-color': '#2f9e44', width: 3 } },
+    { selector: 'edge.s-active', style: { 'line-color': '#1d4ed8', 'target-arrow-color': '#1d4ed8', width: 3 } },
+    { selector: 'edge.s-waiting', style: { 'line-color': '#d97706', 'target-arrow-color': '#d97706', width: 3.5, 'line-style': 'dashed', color: '#92400e', 'text-background-opacity': 0.95, 'text-border-opacity': 1, 'text-border-color': '#d97706' } },
+    { selector: 'edge.s-backtracked', style: { 'line-color': '#c2410c', 'target-arrow-color': '#c2410c', width: 2.5, 'line-style': 'dotted' } },
+    { selector: 'edge:selected', style: { 'overlay-color': '#1d4ed8', 'overlay-opacity': 0.12 } },
+  ];
+}
+
+// The legend for the graph: node types, or node types and token states.
+export function legend(processMode) {
+  const item = (cls, text) => h('li', h('span', { class: `swatch ${cls}`, 'aria-hidden': 'true' }), text);
+  const types = h('ul.legend-list', { 'aria-label': 'node types' },
+    item('sw-start', 'start node (green border, ▶)'),
+    item('sw-node', 'node'), item('sw-wait', 'wait'), item('sw-script', 'script'),
+    item('sw-nested', 'nested process'), item('sw-custom', 'custom type'),
+    item('sw-external', 'external instance'));
+  if (!processMode) return h('div.legend', types, h('p.muted', '⋈ marks a join and its kind. Hover a node for its guard; named arcs carry their name.'));
+  const states = h('ul.legend-list', { 'aria-label': 'token states' },
+    item('sw-active', 'active token'), item('sw-waiting', 'arc tokens waiting at a join'),
+    item('sw-completed', 'completed'), item('sw-backtracked', 'backtracked'),
+    item('sw-discarded', 'discarded by guard'), item('sw-skipped', 'skipped by guard'),
+    item('sw-delayed', 'delayed by guard'));
+  return h('div.legend', states, types);
+}

@@ -1,0 +1,470 @@
+// Processes: the filtered, paged list, and the process page with the live
+// token state over the graph, the event timeline, environments, nested links
+// and the token actions (complete, backtrack, cancel).
+
+import { api, followEvents } from './api.js';
+import {
+  h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
+  toast, errorToast, stateBadge, PROCESS_STATES,
+} from './ui.js';
+import { createGraphView, computeOverlay, tokenState, legend, nodeKey } from './graph.js';
+
+// Cursors of the pages already seen, so "Previous" can go back.
+let trail = { key: '', cursors: [] };
+
+export async function processesView(el, query, session) {
+  const filters = {
+    definition: query.get('definition') || '',
+    state: query.get('state') || '',
+    parentToken: query.get('parentToken') || '',
+  };
+  const after = query.get('after') || '';
+  const key = JSON.stringify(filters);
+  if (trail.key !== key) trail = { key, cursors: [] };
+
+  const defs = await api.definitions().catch(() => []);
+  const defSelect = h('select#f-definition', { name: 'definition' },
+    h('option', { value: '' }, 'all definitions'),
+    defs.map((d) => h('option', { value: d.name, selected: d.name === filters.definition }, d.name)));
+  if (filters.definition && !defs.some((d) => d.name === filters.definition)) {
+    defSelect.append(h('option', { value: filters.definition, selected: true }, filters.definition));
+  }
+  const stateSelect = h('select#f-state', { name: 'state' },
+    h('option', { value: '' }, 'any state'),
+    PROCESS_STATES.map((s) => h('option', { value: s, selected: s === filters.state }, s.replace('_', ' '))));
+  const go = (extra = {}) => {
+    const q = new URLSearchParams();
+    const f = { definition: defSelect.value, state: stateSelect.value, parentToken: filters.parentToken, ...extra };
+    for (const [k, v] of Object.entries(f)) if (v) q.set(k, v);
+    navigate(`#/processes${q.toString() ? `?${q}` : ''}`);
+  };
+  const form = h('form.filters', {
+    onsubmit: (e) => { e.preventDefault(); trail = { key: '', cursors: [] }; go(); },
+  },
+  h('label', { for: 'f-definition' }, 'Definition'), defSelect,
+  h('label', { for: 'f-state' }, 'State'), stateSelect,
+  filters.parentToken ? h('span.chip', `nested under token ${shortId(filters.parentToken)} `,
+    h('a', { href: '#/processes', 'aria-label': 'Remove the parent token filter' }, '×')) : null,
+  h('button', { type: 'submit' }, 'Apply'));
+  defSelect.addEventListener('change', () => form.requestSubmit());
+  stateSelect.addEventListener('change', () => form.requestSubmit());
+
+  el.append(h('div.page-head', h('h1', 'Processes')), form);
+  const result = await api.processes(filters, after, 25);
+  if (!result.items.length) {
+    el.append(h('p.empty', after ? 'No more processes.' : 'No process matches these filters.'));
+  } else {
+    el.append(h('div.table-wrap', h('table.list.processes',
+      h('caption.visually-hidden', 'Processes'),
+      h('thead', h('tr', ['process', 'definition', 'state', 'started', 'updated', 'parent'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', result.items.map((p) => h('tr',
+        h('td', h('a', { href: routeHref('processes', p.id), 'data-process': p.id }, h('code', shortId(p.id)))),
+        h('td', h('a', { href: routeHref('definitions', p.definition, 'versions', p.version) }, `${p.definition} v${p.version}`)),
+        h('td', stateBadge(p.state)),
+        h('td', fmtTime(p.createdAt)),
+        h('td', fmtTime(p.updatedAt)),
+        h('td', p.parentToken ? h('button.link', { type: 'button', onclick: () => openParent(p.parentToken) }, 'parent process') : h('span.muted', '—'))))))));
+  }
+  const pager = h('nav.pager', { 'aria-label': 'Pages' });
+  if (after) {
+    pager.append(h('button', {
+      type: 'button',
+      onclick: () => { const prev = trail.cursors.pop() || ''; go({ after: prev }); },
+    }, '← Previous'));
+  }
+  if (result.next) {
+    pager.append(h('button', {
+      type: 'button', 'data-pager': 'next',
+      onclick: () => { trail.cursors.push(after); go({ after: result.next }); },
+    }, 'Next →'));
+  }
+  if (pager.childNodes.length) el.append(pager);
+}
+
+async function openParent(tokenId) {
+  try {
+    const t = await api.nodeToken(tokenId);
+    navigate(routeHref('processes', t.process));
+  } catch (err) { errorToast(err); }
+}
+
+const TERMINAL = new Set(['completed', 'canceled']);
+
+const EVENT_WORDS = {
+  PROCESS_CREATED: 'process created',
+  PROCESS_STARTED: 'process started',
+  PROCESS_PENDING_COMPLETE: 'process completing',
+  PROCESS_COMPLETED: 'process completed',
+  PROCESS_PENDING_CANCEL: 'process canceling',
+  PROCESS_CANCELED: 'process canceled',
+  NODE_TOKEN_CREATED: 'token created',
+  NODE_TOKEN_ACCEPTED: 'guard accepted',
+  NODE_TOKEN_EXECUTED: 'executed',
+  NODE_TOKEN_DISCARDED: 'guard discarded the token',
+  NODE_TOKEN_SKIPPED: 'guard skipped the node',
+  NODE_TOKEN_COMPLETED: 'token completed',
+  NODE_TOKEN_BACKTRACKED: 'token backtracked',
+  NODE_TOKEN_DELAYED: 'guard delayed the token',
+  ARC_TOKEN_CREATED: 'arc token created',
+  ARC_TOKEN_PROCESSED: 'arc token processed',
+  ARC_TOKEN_COMPLETED: 'arc token completed',
+  ARC_TOKEN_BACKTRACKED: 'arc token backtracked',
+  ARC_TOKEN_MERGED: 'arc token merged at join',
+  ARC_TOKEN_INCOMPLETE_JOIN: 'arc token waits at join',
+};
+
+function eventKind(type) {
+  if (/BACKTRACK/.test(type)) return 'ev-backtrack';
+  if (/DISCARD|SKIP|CANCEL/.test(type)) return 'ev-discard';
+  if (/INCOMPLETE_JOIN|DELAY/.test(type)) return 'ev-wait';
+  if (/COMPLETE/.test(type)) return 'ev-complete';
+  if (/^PROCESS/.test(type)) return 'ev-process';
+  if (/^ARC/.test(type)) return 'ev-arc';
+  return 'ev-node';
+}
+
+const refId = (r) => (r && typeof r === 'object' ? r.id : r) || '';
+const arcText = (arc) => {
+  if (!arc) return '';
+  const from = arc.fromExternal ? `${arc.fromExternal}/${arc.from}` : arc.from;
+  const to = arc.toExternal ? `${arc.toExternal}/${arc.to}` : arc.to;
+  return `${from} → ${to}${arc.name ? ` (${arc.name})` : ''}`;
+};
+
+export async function processView(el, id, session) {
+  const state = {
+    proc: null, def: null, tokens: { nodeTokens: [], arcTokens: [] }, events: [],
+    selected: '', children: new Map(), parent: null, stream: null, destroyed: false, seenSeq: 0,
+  };
+  state.proc = await api.process(id);
+  const [def, tokens, events] = await Promise.all([
+    api.definition(state.proc.definition, state.proc.version),
+    api.tokens(id),
+    api.events(id).catch(() => []),
+  ]);
+  state.def = def;
+  state.tokens = normTokens(tokens);
+  state.events = events;
+  state.seenSeq = events.reduce((m, e) => Math.max(m, Number(e.seq) || 0), 0);
+  const nodeByKey = new Map((def.nodes || []).map((n) => [nodeKey(n.name, n.external), n]));
+
+  // ---- layout
+  const title = h('h1', 'Process ', h('code', shortId(id)));
+  const badge = h('span.badge-slot');
+  const live = h('span.live', { 'aria-live': 'polite' });
+  const cancelBtn = h('button.danger', { type: 'button', 'data-action': 'cancel-process', onclick: cancelDialog }, 'Cancel process…');
+  const actions = h('div.actions');
+  const head = h('div.page-head',
+    h('div', h('p.crumbs', h('a', { href: '#/processes' }, 'Processes'), ' / '), title,
+      h('p.sub', 'of ', h('a', { href: routeHref('definitions', def.name, 'versions', def.version) }, `${def.name} v${def.version}`),
+        ' · ', badge, ' · ', live)),
+    actions);
+  const relations = h('div.relations');
+  const graph = createGraphView(def, {
+    stateLines: true,
+    onSelectNode: (n, key) => {
+      const ts = state.tokens.nodeTokens.filter((t) => nodeKey(t.node, t.external) === key);
+      const pick = ts.find((t) => !t.complete) || ts[ts.length - 1];
+      if (pick) selectToken(pick.id, false);
+      else { state.selected = ''; renderSelected(); tokenDetail.prepend(h('p.muted', `No token has reached ${n.name}.`)); }
+    },
+  });
+  const activeBox = h('div.active-tokens');
+  const timeline = h('ol.timeline', { 'aria-label': 'Events, oldest first', tabindex: '0' });
+  const procEnv = h('div');
+  const tokenDetail = h('div.token-detail');
+  const history = h('div.table-wrap');
+
+  el.append(head, relations, h('div.split',
+    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, legend(true)),
+    h('aside.panel.side',
+      h('section', { 'aria-labelledby': 'h-active' }, h('h2#h-active', 'Waiting for you'), activeBox),
+      h('section', { 'aria-labelledby': 'h-timeline' }, h('h2#h-timeline', 'Timeline'), timeline))),
+  h('div.split.lower',
+    h('section.panel', { 'aria-labelledby': 'h-history' }, h('h2#h-history', 'Token history'), history),
+    h('aside.panel.side',
+      h('section', { 'aria-labelledby': 'h-token' }, h('h2#h-token', 'Selected token'), tokenDetail),
+      h('section', { 'aria-labelledby': 'h-env' }, h('h2#h-env', 'Process environment'), procEnv))));
+
+  // ---- rendering
+  const tokenById = () => new Map(state.tokens.nodeTokens.map((t) => [t.id, t]));
+  const arcById = () => new Map(state.tokens.arcTokens.map((a) => [a.id, a]));
+  const nodeLabel = (t) => (t ? (t.external ? `${t.external} / ${t.node}` : t.node) : '');
+  const executing = () => !TERMINAL.has(state.proc.state) && state.proc.state !== 'pending_cancel';
+
+  function renderHead() {
+    clear(badge).append(stateBadge(state.proc.state));
+    badge.dataset.state = state.proc.state;
+    clear(actions);
+    if (session.canAct && executing()) actions.append(cancelBtn);
+    clear(procEnv).append(envTable(state.proc.env));
+  }
+
+  function renderActive() {
+    clear(activeBox);
+    const act = state.tokens.nodeTokens.filter((t) => tokenState(t) === 'active' || tokenState(t) === 'delayed');
+    if (!act.length) {
+      activeBox.append(h('p.muted', TERMINAL.has(state.proc.state) ? `The process is ${state.proc.state}.` : 'No active token.'));
+      return;
+    }
+    activeBox.append(h('ul.token-cards', act.map((t) => {
+      const n = nodeByKey.get(nodeKey(t.node, t.external));
+      return h('li.token-card', { 'data-token': t.id, 'data-node': t.node },
+        h('div', h('strong', nodeLabel(t)), ' ', h('span.muted', n ? n.type : ''), tokenState(t) === 'delayed' ? h('span.badge.state-delayed', 'delayed') : null),
+        h('div.muted.small', `token ${shortId(t.id)} · since ${fmtClock(t.createdAt)}`),
+        h('div.row-actions',
+          h('button.small', { type: 'button', onclick: () => selectToken(t.id, true) }, 'Details'),
+          session.canAct && executing()
+            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, onclick: () => completeDialog(t) }, 'Complete…')
+            : null));
+    })));
+  }
+
+  function renderTimeline() {
+    const stick = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 40;
+    const toks = tokenById();
+    const arcsById = arcById();
+    const shown = state.events.slice(-500);
+    clear(timeline);
+    if (state.events.length > shown.length) timeline.append(h('li.muted', `${state.events.length - shown.length} earlier events not shown`));
+    for (const ev of shown) {
+      const t = toks.get(refId(ev.nodeToken));
+      const a = arcsById.get(refId(ev.arcToken));
+      const what = EVENT_WORDS[ev.type] || ev.type;
+      const where = t ? nodeLabel(t) : (a ? arcText(a.arc) : '');
+      const fresh = Number(ev.seq) > state.seenSeq ? ' fresh' : '';
+      const li = h('li', { class: `ev ${eventKind(ev.type)}${fresh}`, 'data-seq': ev.seq, 'data-type': ev.type },
+        h('time', { datetime: ev.at || '' }, fmtClock(ev.at)),
+        h('span.ev-what', where ? h('strong', where) : null, where ? ' ' : '', what,
+          ev.arcNames && ev.arcNames.length ? ` on ${ev.arcNames.map((x) => (x === null ? 'the default arc' : `“${x}”`)).join(', ')}` : ''));
+      li.title = ev.type;
+      if (t) {
+        li.tabIndex = 0;
+        li.addEventListener('click', () => selectToken(t.id, true));
+        li.addEventListener('keydown', (e) => { if (e.key === 'Enter') selectToken(t.id, true); });
+      }
+      timeline.append(li);
+    }
+    state.seenSeq = state.events.reduce((m, e) => Math.max(m, Number(e.seq) || 0), state.seenSeq);
+    if (stick) timeline.scrollTop = timeline.scrollHeight;
+  }
+
+  function renderHistory() {
+    const rows = state.tokens.nodeTokens.map((t) => {
+      const st = tokenState(t);
+      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed';
+      return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
+        h('td', h('button.link', { type: 'button', onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
+        h('td', h('span', { class: `badge tok-${st}` }, st)),
+        h('td', t.executionType || ''),
+        h('td', t.guardAction || h('span.muted', '—')),
+        h('td', fmtClock(t.createdAt)),
+        h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
+        h('td.row-actions',
+          st === 'active' && session.canAct && executing()
+            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, onclick: () => completeDialog(t) }, 'Complete…') : null,
+          canBacktrack
+            ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-node': t.node, onclick: () => backtrackDialog(t) }, 'Backtrack here…') : null));
+    });
+    clear(history).append(h('table.list.tokens',
+      h('caption.visually-hidden', 'Node tokens in creation order'),
+      h('thead', h('tr', ['node', 'state', 'execution', 'guard', 'created', 'completed', ''].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', rows)));
+  }
+
+  function renderSelected() {
+    clear(tokenDetail);
+    const t = tokenById().get(state.selected);
+    if (!t) { tokenDetail.append(h('p.muted', 'Choose a token in the graph, the timeline or the history.')); return; }
+    const arcs = arcById();
+    const arcList = (ids) => (ids || []).map((x) => arcs.get(x)).filter(Boolean);
+    tokenDetail.append(
+      h('dl.meta',
+        h('dt', 'node'), h('dd', nodeLabel(t)),
+        h('dt', 'token'), h('dd', h('code', t.id)),
+        h('dt', 'state'), h('dd', tokenState(t), ` (${t.executionType || 'forward'})`),
+        h('dt', 'guard'), h('dd', t.guardAction || '—'),
+        h('dt', 'created'), h('dd', fmtTime(t.createdAt)),
+        h('dt', 'completed'), h('dd', t.completedAt ? fmtTime(t.completedAt) : '—'),
+        h('dt', 'came in on'), h('dd', arcList(t.parents).map((a) => arcText(a.arc)).join('; ') || '—'),
+        h('dt', 'went out on'), h('dd', arcList(t.children).map((a) => `${arcText(a.arc)}${a.pending && !a.complete ? ' (waiting)' : ''}`).join('; ') || '—'),
+        (t.tokenSets || []).length ? [h('dt', 'token sets'), h('dd', t.tokenSets.map((s) => `${s.name} #${s.member}`).join(', '))] : null),
+      envTable(t.env, 'Token environment'));
+    const kids = state.children.get(t.id);
+    if (kids && kids.length) {
+      tokenDetail.append(h('p', 'Nested processes: ', kids.map((p, i) => [i ? ', ' : '',
+        h('a', { href: routeHref('processes', p.id) }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)])));
+    }
+  }
+
+  function renderRelations() {
+    clear(relations);
+    const items = [];
+    if (state.parent) {
+      items.push(h('li', 'Nested in ', h('a', { href: routeHref('processes', state.parent.process), 'data-rel': 'parent' }, `process ${shortId(state.parent.process)}`),
+        ` at node ${nodeLabel(state.parent)}`));
+    } else if (state.proc.parentToken) {
+      items.push(h('li', 'Nested under token ', h('code', shortId(state.proc.parentToken))));
+    }
+    for (const [tokenId, kids] of state.children) {
+      const t = tokenById().get(tokenId);
+      for (const p of kids) {
+        items.push(h('li', `Node ${nodeLabel(t)} started nested process `,
+          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)));
+      }
+    }
+    if (items.length) relations.append(h('ul.relations-list', items));
+  }
+
+  function renderAll() {
+    if (state.destroyed) return;
+    graph.setOverlay(computeOverlay(def, state.tokens));
+    renderHead();
+    renderActive();
+    renderTimeline();
+    renderHistory();
+    renderSelected();
+    renderRelations();
+  }
+
+  function selectToken(tokenId, focusGraph) {
+    state.selected = tokenId;
+    const t = tokenById().get(tokenId);
+    if (t && focusGraph) graph.select(nodeKey(t.node, t.external));
+    renderSelected();
+    for (const r of history.querySelectorAll('tr.selected')) r.classList.remove('selected');
+    const row = history.querySelector(`tr[data-token="${CSS.escape(tokenId)}"]`);
+    if (row) row.classList.add('selected');
+  }
+
+  // ---- nested processes, both ways
+  async function loadRelations() {
+    if (state.proc.parentToken && !state.parent) {
+      state.parent = await api.nodeToken(state.proc.parentToken).catch(() => null);
+    }
+    const nested = state.tokens.nodeTokens.filter((t) => {
+      const n = nodeByKey.get(nodeKey(t.node, t.external));
+      return n && n.type === 'nested';
+    });
+    await Promise.all(nested.map(async (t) => {
+      const kids = await api.processesAll({ parentToken: t.id }).catch(() => null);
+      if (kids) state.children.set(t.id, kids);
+    }));
+  }
+
+  // ---- live updates
+  let refreshTimer = 0;
+  let refreshing = null;
+  async function refresh() {
+    if (refreshing) { await refreshing; }
+    refreshing = (async () => {
+      const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
+      if (state.destroyed) return;
+      state.proc = p;
+      state.tokens = normTokens(tk);
+      await loadRelations();
+      renderAll();
+      if (TERMINAL.has(p.state) && state.stream) {
+        // Let late events arrive, then stop listening.
+        setTimeout(() => { if (state.stream) { state.stream.stop(); state.stream = null; live.textContent = 'process ended'; } }, 1500);
+      }
+    })().catch((err) => { if (!state.destroyed) errorToast(err); }).finally(() => { refreshing = null; });
+    return refreshing;
+  }
+  function scheduleRefresh() {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(refresh, 120);
+  }
+
+  function startStream() {
+    if (TERMINAL.has(state.proc.state)) { live.textContent = 'process ended'; return; }
+    const last = state.events.reduce((m, e) => Math.max(m, Number(e.seq) || 0), 0);
+    state.stream = followEvents(id, last, {
+      onEvent: (ev) => {
+        state.events.push(ev);
+        renderTimeline();
+        scheduleRefresh();
+      },
+      onProblem: (msg) => errorToast(new Error(`The live event stream stopped: ${msg}. Reconnecting…`)),
+      onState: (s) => {
+        live.textContent = s === 'live' ? '● live' : s === 'reconnecting' ? 'reconnecting…' : '';
+        live.dataset.state = s;
+      },
+    });
+  }
+
+  // ---- actions
+  async function completeDialog(t) {
+    const outs = (def.arcs || []).filter((a) => a.from === t.node && (a.fromExternal || '') === (t.external || ''));
+    const names = [];
+    for (const a of outs) if (!names.some((x) => x === (a.name ?? null))) names.push(a.name ?? null);
+    const hasDefault = names.includes(null);
+    const boxes = names.map((name, i) => {
+      const targets = outs.filter((a) => (a.name ?? null) === name).map((a) => (a.toExternal ? `${a.toExternal}/${a.to}` : a.to));
+      const cb = h('input', { type: 'checkbox', id: `arc-${i}`, checked: hasDefault ? name === null : i === 0, 'data-arc': name === null ? '' : name });
+      return { name, cb, el: h('div.check', cb, h('label', { for: `arc-${i}` }, name === null ? 'default arc' : `arc “${name}”`, h('span.muted', ` → ${targets.join(', ')}`))) };
+    });
+    const attrs = attributeEditor('Token attributes to set first (optional)');
+    const body = h('div',
+      h('p', 'Complete the token at ', h('strong', nodeLabel(t)), '.'),
+      names.length
+        ? h('fieldset.arcs', h('legend', names.length > 1 ? 'Leave on which arcs?' : 'Leave on'), boxes.map((b) => b.el))
+        : h('p.muted', 'This node has no outgoing arcs.'),
+      attrs.el);
+    const done = await modal('Complete token', body, {
+      submitLabel: 'Complete',
+      onSubmit: async () => {
+        const chosen = boxes.filter((b) => b.cb.checked).map((b) => b.name);
+        if (names.length && !chosen.length) throw new Error('Choose at least one arc to leave on.');
+        const req = {};
+        if (!(chosen.length === 1 && chosen[0] === null) && chosen.length) req.arcs = chosen;
+        const env = attrs.value();
+        if (Object.keys(env).length) req.env = env;
+        return api.completeToken(t.id, req);
+      },
+    });
+    if (done) {
+      toast(`Completed ${nodeLabel(t)}.`, 'ok');
+      await refresh();
+    }
+  }
+
+  async function backtrackDialog(t) {
+    const done = await modal('Backtrack the process',
+      h('p', 'Undo everything after the token at ', h('strong', nodeLabel(t)), ` (completed ${fmtClock(t.completedAt)}) and make it active again?`),
+      { submitLabel: 'Backtrack', danger: true, onSubmit: () => api.backtrackToken(t.id) });
+    if (done) {
+      toast(`Backtracked to ${nodeLabel(t)}.`, 'ok');
+      await refresh();
+    }
+  }
+
+  async function cancelDialog() {
+    const done = await modal('Cancel the process',
+      h('p', 'Cancel this process? Its active nested processes are canceled too. This cannot be undone.'),
+      { submitLabel: 'Cancel process', danger: true, onSubmit: () => api.cancelProcess(id) });
+    if (done) {
+      toast('The process was canceled.', 'ok');
+      await refresh();
+    }
+  }
+
+  await loadRelations().catch(() => {});
+  renderAll();
+  graph.ready.then(() => graph.setOverlay(computeOverlay(def, state.tokens))).catch(() => {});
+  startStream();
+
+  return () => {
+    state.destroyed = true;
+    clearTimeout(refreshTimer);
+    if (state.stream) state.stream.stop();
+    graph.destroy();
+  };
+}
+
+function normTokens(tk) {
+  return {
+    nodeTokens: (tk && tk.nodeTokens) || [],
+    arcTokens: (tk && tk.arcTokens) || [],
+  };
+}

@@ -1,0 +1,197 @@
+// Small DOM helpers shared by the console's views.
+
+// h('div.card#x', {attrs}, ...children) builds an element. Attributes starting
+// with "on" become listeners; strings and numbers become text nodes.
+export function h(tag, attrs, ...children) {
+  const m = /^([a-z0-9-]+)?((?:[.#][\w-]+)*)$/i.exec(tag);
+  const el = document.createElement((m && m[1]) || 'div');
+  if (m && m[2]) {
+    for (const part of m[2].match(/[.#][\w-]+/g)) {
+      if (part[0] === '.') el.classList.add(part.slice(1));
+      else el.id = part.slice(1);
+    }
+  }
+  if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) {
+    children.unshift(attrs);
+    attrs = null;
+  }
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = !!v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (c instanceof Node) el.appendChild(c);
+    else el.appendChild(document.createTextNode(String(c)));
+  }
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+export function fmtTime(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return d.toLocaleString(undefined, {
+    year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  });
+}
+
+export function fmtClock(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  const p = (n, w = 2) => String(n).padStart(w, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
+export function shortId(id) {
+  const s = String(id || '');
+  return s.length > 10 ? `…${s.slice(-8)}` : s;
+}
+
+export function fmtValue(v) {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'string') return JSON.stringify(v);
+  return String(v);
+}
+
+// Table of an environment object, or a quiet "empty" line.
+export function envTable(env, caption) {
+  const keys = Object.keys(env || {}).sort();
+  if (!keys.length) return h('p.muted', caption ? `${caption}: empty` : 'empty');
+  return h('table.env',
+    caption ? h('caption', caption) : null,
+    h('thead', h('tr', h('th', { scope: 'col' }, 'attribute'), h('th', { scope: 'col' }, 'value'))),
+    h('tbody', keys.map((k) => h('tr', h('th', { scope: 'row' }, k), h('td', h('code', fmtValue(env[k])))))));
+}
+
+// Turns attribute rows into an env object: numbers, booleans and null are
+// recognised, anything else is a string; a value in double quotes stays a string.
+export function parseValue(s) {
+  const t = String(s).trim();
+  if (t === 'true') return true;
+  if (t === 'false') return false;
+  if (t === 'null') return null;
+  if (/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(t)) return Number(t);
+  if (t.length >= 2 && t.startsWith('"') && t.endsWith('"')) {
+    try { return JSON.parse(t); } catch { return t.slice(1, -1); }
+  }
+  return s;
+}
+
+// An editor of attribute rows (name = value) with add/remove buttons.
+export function attributeEditor(label) {
+  const rows = h('div.attr-rows');
+  const wrap = h('fieldset.attrs', h('legend', label));
+  let n = 0;
+  function addRow(name = '', value = '') {
+    n++;
+    const nameIn = h('input', { type: 'text', 'aria-label': `attribute ${n} name`, placeholder: 'name', value: name, class: 'attr-name', autocomplete: 'off' });
+    const valIn = h('input', { type: 'text', 'aria-label': `attribute ${n} value`, placeholder: 'value (text, number, true/false)', value, class: 'attr-value', autocomplete: 'off' });
+    const row = h('div.attr-row', nameIn, h('span.eq', { 'aria-hidden': 'true' }, '='), valIn,
+      h('button.icon', { type: 'button', title: 'Remove attribute', 'aria-label': `remove attribute ${n}`, onclick: () => { row.remove(); } }, '×'));
+    rows.appendChild(row);
+    return nameIn;
+  }
+  wrap.append(rows, h('button.small', { type: 'button', onclick: () => addRow().focus() }, '+ Add attribute'));
+  return {
+    el: wrap,
+    addRow,
+    value() {
+      const env = {};
+      for (const row of rows.querySelectorAll('.attr-row')) {
+        const k = row.querySelector('.attr-name').value.trim();
+        if (!k) continue;
+        env[k] = parseValue(row.querySelector('.attr-value').value);
+      }
+      return env;
+    },
+  };
+}
+
+// A modal dialog built on <dialog>; resolves when it closes.
+export function modal(title, body, { onSubmit, submitLabel = 'OK', danger = false } = {}) {
+  const errorBox = h('div.error-box', { role: 'alert', hidden: true });
+  const submit = h('button', { type: 'submit', class: danger ? 'danger' : 'primary', 'data-action': 'dialog-submit' }, submitLabel);
+  const cancel = h('button', { type: 'button', 'data-action': 'dialog-cancel' }, 'Cancel');
+  const form = h('form', { method: 'dialog' }, h('h2', title), body, errorBox, h('div.buttons', cancel, submit));
+  const dlg = h('dialog.modal', { 'aria-label': title }, form);
+  document.body.appendChild(dlg);
+  return new Promise((resolve) => {
+    const close = (v) => { dlg.close(); dlg.remove(); resolve(v); };
+    cancel.addEventListener('click', () => close(null));
+    dlg.addEventListener('cancel', (e) => { e.preventDefault(); close(null); });
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      errorBox.hidden = true;
+      submit.disabled = true;
+      try {
+        const v = onSubmit ? await onSubmit() : true;
+        close(v === undefined ? true : v);
+      } catch (err) {
+        showError(errorBox, err);
+        submit.disabled = false;
+      }
+    });
+    dlg.showModal();
+    const first = form.querySelector('input, select, textarea, button.primary, button.danger');
+    if (first) first.focus();
+  });
+}
+
+// Writes an error into a box, with the line list of a definition that failed to load.
+export function showError(box, err) {
+  clear(box);
+  box.hidden = false;
+  box.appendChild(h('p', err && err.message ? err.message : String(err)));
+  if (err && Array.isArray(err.errors) && err.errors.length) {
+    box.appendChild(h('ul', err.errors.map((e) => h('li',
+      e.line ? `line ${e.line}${e.column ? `, column ${e.column}` : ''}: ` : '', e.message || JSON.stringify(e)))));
+  }
+}
+
+let toastTimer = 0;
+export function toast(msg, kind = 'info') {
+  const el = document.getElementById('toast');
+  if (!el) return;
+  el.textContent = msg;
+  el.className = `toast ${kind}`;
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.hidden = true; }, kind === 'error' ? 10000 : 4000);
+}
+
+export function errorToast(err) {
+  toast(err && err.message ? err.message : String(err), 'error');
+}
+
+export const PROCESS_STATES = ['created', 'executing', 'pending_completion', 'completed', 'pending_cancel', 'canceled'];
+
+export function stateBadge(state) {
+  return h('span', { class: `badge state-${state || 'unknown'}` }, String(state || 'unknown').replace('_', ' '));
+}
+
+// Goes to a route of the console; the same route again renders it anew.
+export function navigate(hash) {
+  if (location.hash === hash) window.dispatchEvent(new HashChangeEvent('hashchange'));
+  else location.hash = hash;
+}
+
+export function routeHref(...parts) {
+  return `#/${parts.map((p) => encodeURIComponent(String(p))).join('/')}`;
+}
