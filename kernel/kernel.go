@@ -278,8 +278,8 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		CreatedAt:   e.now,
 		UpdatedAt:   e.now,
 		Dirty:       true,
-		Events:      make([]Event, 0, 16),
 	}
+	p.Events = make([]Event, 0, e.runtime(g.Nodes[0]).graph.eventHint())
 	if parent != nil {
 		parent.Nested = append(parent.Nested, p)
 		parent.Dirty = true
@@ -304,6 +304,7 @@ func (e *Engine) startProcess(p *Process) {
 	}
 	p.inLoop = was
 	e.executeQueuedArcTokens(p)
+	e.runtime(p.Graph.Nodes[0]).graph.observeEvents(len(p.Events))
 }
 
 // newNodeToken creates a node token. Its environment comes from envFrom's
@@ -311,7 +312,8 @@ func (e *Engine) startProcess(p *Process) {
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
 	p.Seq++
-	t := &NodeToken{
+	t := p.allocNodeToken()
+	*t = NodeToken{
 		ID:        len(p.NodeTokens),
 		Seq:       p.Seq,
 		Process:   p,
@@ -381,7 +383,8 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
 	p.Seq++
-	a := &ArcToken{
+	a := p.allocArcToken()
+	*a = ArcToken{
 		ID:        len(p.ArcTokens),
 		Seq:       p.Seq,
 		Process:   p,
@@ -518,16 +521,38 @@ func (e *Engine) CompleteAsync(t *NodeToken, names ...string) error {
 
 var defaultArcs = []string{""}
 
+// named reports whether the arc's name is one of names.
+func named(arc *graph.Arc, names []string) bool {
+	for _, n := range names {
+		if arc.Name == n {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 	p := t.Process
 	if p.State != Executing || t.Complete {
 		return
 	}
-	exits := t.Node.OutArcsNamed(names...)
+	out := t.Node.OutArcs()
+	exits := 0
+	for _, arc := range out {
+		if named(arc, names) {
+			exits++
+		}
+	}
 	e.removeActive(t)
 	e.markComplete(t)
-	e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
-	for _, arc := range exits {
+	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
+	if exits > 0 && t.Children == nil {
+		t.Children = make([]*ArcToken, 0, exits)
+	}
+	for _, arc := range out {
+		if !named(arc, names) {
+			continue
+		}
 		a := e.newArcToken(p, arc, t, Forward, t.Sets)
 		e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 		if async && p.inLoop {
@@ -667,12 +692,15 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
-	if p.byArc == nil {
+	if p.byArc == nil && a.Arc.To.Join != graph.JoinOr {
 		p.byArc = make([][]*ArcToken, len(p.Graph.Arcs))
 		p.readyArcs = make([]int, len(p.Graph.Nodes))
 	}
 	a.active = true
 	p.activeArcs++
+	if a.Arc.To.Join == graph.JoinOr {
+		return // an or join fires at once: nothing ever waits there
+	}
 	i := a.Arc.Index
 	if len(a.Sets) == 0 && countFree(p.byArc[i]) == 0 {
 		p.readyArcs[a.Arc.To.Index]++
@@ -687,6 +715,9 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 	p := a.Process
 	a.active = false
 	p.activeArcs--
+	if a.Arc.To.Join == graph.JoinOr {
+		return
+	}
 	i := a.Arc.Index
 	list := p.byArc[i]
 	for j, x := range list {
@@ -875,33 +906,52 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 	return set, err
 }
 
-// fire records an event and tells the listeners: those of the definition,
-// those of the process, the kernel's own token-set dead-end retry, then the
-// global ones. It returns the OR of their actions.
+// fire records an event and tells the listeners (see notify). It returns
+// the OR of their actions.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
+	if p.Events == nil {
+		p.Events = make([]Event, 0, 16)
+	}
 	p.EventSeq++
-	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: exits, At: e.now}
-	p.Events = append(p.Events, ev)
+	p.Events = append(p.Events, Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: exits, At: e.now})
 	p.UpdatedAt = e.now
 	var actions EventActions
-	for _, l := range e.k.perGraph[p.Graph.Name] {
+	var perGraph []listenerEntry
+	if len(e.k.perGraph) > 0 {
+		perGraph = e.k.perGraph[p.Graph.Name]
+	}
+	if len(perGraph) > 0 || len(p.Listeners) > 0 || len(e.k.global) > 0 {
+		ev := p.Events[len(p.Events)-1] // a copy: listeners may fire more events
+		actions = e.notify(p, &ev, perGraph)
+	} else if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
+		e.retryTokenSetDeadEnd(t)
+	}
+	return actions
+}
+
+// notify tells the listeners of an event: those of the definition, those of
+// the process, the kernel's own token-set dead-end retry, then the global ones.
+func (e *Engine) notify(p *Process, ev *Event, perGraph []listenerEntry) EventActions {
+	var actions EventActions
+	typ := ev.Type
+	for _, l := range perGraph {
 		if l.mask.Has(typ) {
-			actions |= l.l.Notify(e, &ev)
+			actions |= l.l.Notify(e, ev)
 		}
 	}
 	for _, ref := range p.Listeners {
 		if ref.Mask.Has(typ) {
 			if l, ok := e.k.named[ref.Name]; ok {
-				actions |= l.Notify(e, &ev)
+				actions |= l.Notify(e, ev)
 			}
 		}
 	}
-	if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
+	if t := ev.NodeToken; typ == NodeTokenCompleted && ev.ExitArcs == 0 && len(t.Sets) > 0 {
 		e.retryTokenSetDeadEnd(t)
 	}
 	for _, l := range e.k.global {
 		if l.mask.Has(typ) {
-			actions |= l.l.Notify(e, &ev)
+			actions |= l.l.Notify(e, ev)
 		}
 	}
 	return actions

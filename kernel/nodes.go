@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/veena-wf/veena/graph"
@@ -70,8 +71,20 @@ func (k *Kernel) HasNodeType(name string) bool {
 	return ok
 }
 
+// graphRuntime is what the kernel learns about a graph while running it.
+type graphRuntime struct {
+	events atomic.Int64 // events fired by the last start, to size the next event log
+}
+
+func (g *graphRuntime) eventHint() int {
+	return int(min(max(g.events.Load(), 16), 1<<16))
+}
+
+func (g *graphRuntime) observeEvents(n int) { g.events.Store(int64(n)) }
+
 // nodeRuntime is a node's prepared behaviour.
 type nodeRuntime struct {
+	graph   *graphRuntime
 	typ     NodeType
 	guarder Guarder
 	program *rubric.Program
@@ -82,6 +95,9 @@ type nodeRuntime struct {
 func (rt *nodeRuntime) guard(e *Engine, t *NodeToken) (GuardResult, error) {
 	if rt.guarder != nil {
 		return rt.guarder.Guard(e, t)
+	}
+	if rt.program == nil {
+		return GuardResult{Action: Accept}, nil
 	}
 	return e.evalGuard(rt.program, t)
 }
@@ -108,12 +124,14 @@ func (k *Kernel) Prepare(g *graph.Graph) error {
 	}
 	lerr := &graph.LoadError{File: g.File}
 	rts := make([]*nodeRuntime, len(g.Nodes))
+	gr := &graphRuntime{}
 	for i, n := range g.Nodes {
 		rt, err := k.prepareNode(n)
 		if err != nil {
 			lerr.Add(n.Pos, "node %s: %v", n.QualifiedName(), err)
 			continue
 		}
+		rt.graph = gr
 		rts[i] = rt
 	}
 	if err := lerr.OrNil(); err != nil {
@@ -139,11 +157,13 @@ func (k *Kernel) prepareNode(n *graph.Node) (*nodeRuntime, error) {
 	if g, ok := typ.(Guarder); ok {
 		rt.guarder = g
 	}
-	prog, err := rubric.Compile(n.Guard)
-	if err != nil {
-		return nil, fmt.Errorf("guard: %w", err)
+	if strings.TrimSpace(n.Guard) != "" {
+		prog, err := rubric.CompileGuard(n.Guard)
+		if err != nil {
+			return nil, fmt.Errorf("guard: %w", err)
+		}
+		rt.program = prog
 	}
-	rt.program = prog
 	switch n.Join {
 	case graph.JoinOr, "":
 		rt.join = orJoin{}
@@ -183,6 +203,9 @@ func (e *Engine) EvalGuard(t *NodeToken) (GuardResult, error) {
 }
 
 func (e *Engine) evalGuard(p *rubric.Program, t *NodeToken) (GuardResult, error) {
+	if p == nil {
+		return GuardResult{Action: Accept}, nil
+	}
 	r, err := p.EvalGuard(rubricEnv{e, t})
 	if err != nil {
 		return GuardResult{}, err

@@ -202,6 +202,28 @@ type Process struct {
 	queue       []*ArcToken
 	asyncQueue  []*ArcToken
 	inLoop      bool
+	nodeSlab    []NodeToken // tokens are allocated in growing slabs
+	arcSlab     []ArcToken
+}
+
+// allocNodeToken hands out the next node token of the current slab.
+func (p *Process) allocNodeToken() *NodeToken {
+	if len(p.nodeSlab) == 0 {
+		p.nodeSlab = make([]NodeToken, min(max(2, len(p.NodeTokens)), 256))
+	}
+	t := &p.nodeSlab[0]
+	p.nodeSlab = p.nodeSlab[1:]
+	return t
+}
+
+// allocArcToken hands out the next arc token of the current slab.
+func (p *Process) allocArcToken() *ArcToken {
+	if len(p.arcSlab) == 0 {
+		p.arcSlab = make([]ArcToken, min(max(2, len(p.ArcTokens)), 256))
+	}
+	a := &p.arcSlab[0]
+	p.arcSlab = p.arcSlab[1:]
+	return a
 }
 
 // Root returns the top of the process's nesting tree.
