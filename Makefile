@@ -1,8 +1,24 @@
-.PHONY: console
+.PHONY: serve test console build
+
+# The README's first command: the server with its console, on an SQLite file
+# in the working directory.
+serve: console
+	go run ./cmd/veena serve
+
+# The README's second command: every test, the console's browser test included.
+test: console
+	go vet ./...
+	go test -timeout 40m ./...
+
+# A binary with the console embedded, in ./bin/veena.
+build: console
+	go build -o bin/veena ./cmd/veena
 
 # The web console's browser libraries: fetched from the npm registry (pinned
 # by console/package-lock.json) and copied into console/web/vendor, which the
-# binary embeds. Run it before `go build` for a binary with the console.
-console:
+# binary embeds. Skipped when they are already there and up to date.
+console: console/web/vendor/manifest.json
+
+console/web/vendor/manifest.json: console/package-lock.json console/build.mjs
 	npm ci --prefix console --no-audit --no-fund
 	node console/build.mjs

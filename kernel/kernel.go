@@ -10,6 +10,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -38,6 +39,10 @@ type Kernel struct {
 	NewID func() string
 	// ScriptTimeout bounds a script node's run (default 5 s).
 	ScriptTimeout time.Duration
+	// ScriptOutput receives what scripts print (console.log,
+	// System.out.println), one line per call prefixed with the node; nil
+	// discards it.
+	ScriptOutput io.Writer
 }
 
 type listenerEntry struct {
@@ -616,6 +621,10 @@ func (e *Engine) RetryIncompleteArcToken(a *ArcToken) (fired bool, err error) {
 	err = e.run(func() {
 		if a.Process.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", a.Process.ID, a.Process.State))
+		}
+		if a.Pending && !a.Complete {
+			// Not yet at its join: it waits in the queue (ExecuteQueuedArcTokens).
+			e.Fail(refuse(ErrInvalidArgument, "arc token %d (%s) is pending, not waiting at a join", a.ID, a.Arc))
 		}
 		fired = e.retry(a)
 		if !a.Process.inLoop {

@@ -53,12 +53,24 @@ func (s *scriptNode) Execute(e *Engine, t *NodeToken) error {
 	vm := goja.New()
 	vm.SetFieldNameMapper(goja.UncapFieldNameMapper())
 	b := scriptBinding{e: e, vm: vm}
+	println := func(c goja.FunctionCall) goja.Value {
+		parts := make([]string, len(c.Arguments))
+		for i, a := range c.Arguments {
+			parts[i] = a.String()
+		}
+		if w := e.k.ScriptOutput; w != nil {
+			fmt.Fprintf(w, "%s: %s\n", t.Node.QualifiedName(), strings.Join(parts, " "))
+		}
+		return goja.Undefined()
+	}
 	for name, v := range map[string]any{
 		"engine":     b.engine(),
 		"token":      b.token(t),
-		"env":        b.env(func() *Env { return t.writableEnv() }, func() *Env { return t.Env }),
-		"processEnv": b.env(func() *Env { t.Process.Dirty = true; return t.Process.Env }, func() *Env { return t.Process.Env }),
+		"env":        b.tokenEnv(t),
+		"processEnv": b.processEnv(t.Process),
 		"fullEnv":    b.fullEnv(t),
+		"console":    map[string]any{"log": println},
+		"System":     map[string]any{"out": map[string]any{"println": println, "print": println}},
 	} {
 		if err := vm.Set(name, v); err != nil {
 			return err
@@ -180,47 +192,91 @@ func (b scriptBinding) engine() map[string]any {
 	}
 }
 
-// jsToken is the token as a script sees it: token.node(), token.id(),
-// token.env().get("x"), engine.complete(token, "arc").
+// jsToken is the token as a script sees it. Both short names and the
+// bean-style names of the reference manual work: token.node() and
+// token.getNode().getName(), token.env().get("x") and
+// token.getEnv().getAttribute("x"), engine.complete(token, "arc").
 type jsToken struct {
 	t *NodeToken
 	b scriptBinding
 }
 
-func (j *jsToken) Id() int          { return j.t.ID }
-func (j *jsToken) Node() string     { return j.t.Node.Name }
-func (j *jsToken) External() string { return j.t.Node.ExternalName() }
-func (j *jsToken) Process() string  { return j.t.Process.ID }
-func (j *jsToken) IsComplete() bool { return j.t.Complete }
-func (j *jsToken) Env() map[string]any {
-	return j.b.env(j.t.writableEnv, func() *Env { return j.t.Env })
-}
-func (j *jsToken) FullEnv() map[string]any { return j.b.fullEnv(j.t) }
-
-func (b scriptBinding) token(t *NodeToken) *jsToken { return &jsToken{t: t, b: b} }
-
-func (b scriptBinding) env(write func() *Env, read func() *Env) map[string]any {
+func (j *jsToken) Id() int                    { return j.t.ID }
+func (j *jsToken) Node() string               { return j.t.Node.Name }
+func (j *jsToken) External() string           { return j.t.Node.ExternalName() }
+func (j *jsToken) Process() string            { return j.t.Process.ID }
+func (j *jsToken) IsComplete() bool           { return j.t.Complete }
+func (j *jsToken) Env() map[string]any        { return j.b.tokenEnv(j.t) }
+func (j *jsToken) GetEnv() map[string]any     { return j.b.tokenEnv(j.t) }
+func (j *jsToken) FullEnv() map[string]any    { return j.b.fullEnv(j.t) }
+func (j *jsToken) GetFullEnv() map[string]any { return j.b.fullEnv(j.t) }
+func (j *jsToken) GetNode() map[string]any {
+	n := j.t.Node
+	ext := n.ExternalEnv()
 	return map[string]any{
-		"get":    func(name string) any { return b.toJS(read(), name) },
-		"has":    func(name string) bool { return read().Has(name) },
-		"set":    func(name string, v goja.Value) { b.setAttr(write(), name, v) },
-		"remove": func(name string) { write().Remove(name) },
-		"names":  func() []string { return read().Names() },
+		"getName":        func() string { return n.Name },
+		"getType":        func() string { return n.Type },
+		"getExternalEnv": func() map[string]any { return j.b.readOnly(ext) },
+	}
+}
+func (j *jsToken) GetProcess() map[string]any {
+	p := j.t.Process
+	return map[string]any{
+		"getId":  func() string { return p.ID },
+		"getEnv": func() map[string]any { return j.b.processEnv(p) },
 	}
 }
 
-func (b scriptBinding) fullEnv(t *NodeToken) map[string]any {
+func (b scriptBinding) token(t *NodeToken) *jsToken { return &jsToken{t: t, b: b} }
+
+func (b scriptBinding) tokenEnv(t *NodeToken) map[string]any {
+	return b.env(t.writableEnv, func() *Env { return t.Env })
+}
+
+func (b scriptBinding) processEnv(p *Process) map[string]any {
+	return b.env(func() *Env { p.Dirty = true; return p.Env }, func() *Env { return p.Env })
+}
+
+// env is an environment object; writes go through write, reads through read.
+func (b scriptBinding) env(write func() *Env, read func() *Env) map[string]any {
+	get := func(name string) any { return b.toJS(read(), name) }
+	set := func(name string, v goja.Value) { b.setAttr(write(), name, v) }
+	remove := func(name string) { write().Remove(name) }
+	has := func(name string) bool { return read().Has(name) }
+	names := func() []string { return read().Names() }
 	return map[string]any{
-		"get": func(name string) any {
-			v, ok := t.FullEnv().Get(name)
-			if !ok {
-				return nil
-			}
-			return b.jsValue(v)
-		},
-		"has":    func(name string) bool { return t.FullEnv().Has(name) },
-		"set":    func(name string, v goja.Value) { b.setAttr(t.writableEnv(), name, v) },
-		"remove": func(name string) { t.FullEnv().Remove(name) },
+		"get": get, "set": set, "remove": remove, "has": has, "names": names,
+		"getAttribute": get, "setAttribute": set, "removeAttribute": remove,
+		"hasAttribute": has, "getAttributeNames": names,
+	}
+}
+
+// readOnly is an environment object over fixed string values (an external's env).
+func (b scriptBinding) readOnly(m map[string]string) map[string]any {
+	get := func(name string) any {
+		if v, ok := m[name]; ok {
+			return v
+		}
+		return nil
+	}
+	has := func(name string) bool { _, ok := m[name]; return ok }
+	return map[string]any{"get": get, "getAttribute": get, "has": has, "hasAttribute": has}
+}
+
+func (b scriptBinding) fullEnv(t *NodeToken) map[string]any {
+	get := func(name string) any {
+		v, ok := t.FullEnv().Get(name)
+		if !ok {
+			return nil
+		}
+		return b.jsValue(v)
+	}
+	set := func(name string, v goja.Value) { b.setAttr(t.writableEnv(), name, v) }
+	remove := func(name string) { t.FullEnv().Remove(name) }
+	has := func(name string) bool { return t.FullEnv().Has(name) }
+	return map[string]any{
+		"get": get, "set": set, "remove": remove, "has": has,
+		"getAttribute": get, "setAttribute": set, "removeAttribute": remove, "hasAttribute": has,
 	}
 }
 
