@@ -77,7 +77,7 @@ type graphRuntime struct {
 }
 
 func (g *graphRuntime) eventHint() int {
-	return int(min(max(g.events.Load(), 16), 1<<16))
+	return int(min(max(g.events.Load(), 4), 1<<16))
 }
 
 func (g *graphRuntime) observeEvents(n int) { g.events.Store(int64(n)) }
@@ -277,7 +277,12 @@ func (r rubricEnv) StringFunction(name string) (string, error) {
 
 func (k *Kernel) registerBuiltins() {
 	k.RegisterNodeType(graph.TypeNode, func(*graph.Node) (NodeType, error) {
-		return NodeTypeFunc(func(e *Engine, t *NodeToken) error { return e.Complete(t) }), nil
+		return NodeTypeFunc(func(e *Engine, t *NodeToken) error {
+			if t.Complete { // a listener completed it already
+				return nil
+			}
+			return e.Complete(t)
+		}), nil
 	})
 	k.RegisterNodeType(graph.TypeWait, func(*graph.Node) (NodeType, error) {
 		return NodeTypeFunc(func(*Engine, *NodeToken) error { return nil }), nil

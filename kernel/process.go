@@ -209,7 +209,7 @@ type Process struct {
 // allocNodeToken hands out the next node token of the current slab.
 func (p *Process) allocNodeToken() *NodeToken {
 	if len(p.nodeSlab) == 0 {
-		p.nodeSlab = make([]NodeToken, min(max(2, len(p.NodeTokens)), 256))
+		p.nodeSlab = make([]NodeToken, min(max(1, len(p.NodeTokens)), 256))
 	}
 	t := &p.nodeSlab[0]
 	p.nodeSlab = p.nodeSlab[1:]
@@ -219,7 +219,7 @@ func (p *Process) allocNodeToken() *NodeToken {
 // allocArcToken hands out the next arc token of the current slab.
 func (p *Process) allocArcToken() *ArcToken {
 	if len(p.arcSlab) == 0 {
-		p.arcSlab = make([]ArcToken, min(max(2, len(p.ArcTokens)), 256))
+		p.arcSlab = make([]ArcToken, min(max(1, len(p.ArcTokens)), 256))
 	}
 	a := &p.arcSlab[0]
 	p.arcSlab = p.arcSlab[1:]
