@@ -158,7 +158,23 @@ func (j tokenSetJoin) Join(e *Engine, a *ArcToken) (JoinResult, error) {
 			}
 		}
 	}
-	return JoinResult{Action: JoinComplete, ArcTokens: tokens, Terminating: sets}, nil
+	// Sets nested inside the chosen ones (a joinParam naming an outer set:
+	// the inner sets of the other outer members) have arrived whole too and
+	// end here as well, so the new token keeps no membership of a sibling
+	// inner set (decision 6).
+	terminating := sets
+	base := sets[0].Level
+	for _, t := range tokens {
+		for _, m := range t.Sets {
+			if m.Set.Level > base && !containsSet(terminating, m.Set) && setArrived(p, m.Set, node) {
+				if len(terminating) == len(sets) {
+					terminating = append([]*TokenSet(nil), sets...)
+				}
+				terminating = append(terminating, m.Set)
+			}
+		}
+	}
+	return JoinResult{Action: JoinComplete, ArcTokens: tokens, Terminating: terminating}, nil
 }
 
 // chooseSets picks the sets a tokenSet join waits for: the one named by the
@@ -235,7 +251,12 @@ func (e *Engine) evalRequireSet(set *joinlang.RequireSet, a *ArcToken) (JoinResu
 				if name == "first" {
 					return merge == nil, nil
 				}
-				return rubricEnv{e, a.Parent}.Predicate(name)
+				v, err := rubricEnv{e, a.Parent}.Predicate(name)
+				if err != nil {
+					// Name the symbol, as guard errors do (decision 13).
+					return false, fmt.Errorf("predicate %q: %w", name, err)
+				}
+				return v, nil
 			})
 			if err != nil {
 				return JoinResult{}, fmt.Errorf("when clause at line %d: %w", req.Pos.Line, err)

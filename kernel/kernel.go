@@ -848,10 +848,14 @@ func (e *Engine) ReevaluateDelayedToken(t *NodeToken) error {
 	})
 }
 
-// DelayedTokens returns the tokens of the tree waiting for a delay to pass.
+// DelayedTokens returns the tokens of the tree's executing processes that
+// wait for a delay to pass.
 func (p *Process) DelayedTokens() []*NodeToken {
 	var out []*NodeToken
 	p.Walk(func(q *Process) {
+		if q.State != Executing {
+			return
+		}
 		for _, t := range q.NodeTokens {
 			if t.active && t.GuardAction == Delay && !t.Complete {
 				out = append(out, t)
