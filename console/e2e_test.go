@@ -1,25 +1,15 @@
 package console
 
 // The console's end-to-end test: a real headless Chromium, driven over the
-// DevTools protocol, uses the console against a Veena server.
+// DevTools protocol, uses the console of a real `veena serve`. The test builds
+// the binary from this working tree, starts it on a free loopback port with a
+// fresh SQLite database and an admin and a viewer access token, and plays the
+// console's scenarios through the page.
 //
-// By default the server is the in-memory stand-in of e2e_fake_test.go with
-// the console Handler mounted at "/". To run against the real binary, set
-// VEENA_E2E_SERVE to a command line template; the test fills in
-//
-//	{addr}    a free 127.0.0.1:port to listen on
-//	{dir}     an empty temporary directory (for a database file)
-//	{admin}   an access token that must have the admin role
-//	{viewer}  an access token that must have the viewer role
-//
-// for example
-//
-//	VEENA_E2E_SERVE='bin/veena serve --listen {addr} --db {dir}/veena.db --token admin={admin} --token viewer={viewer}'
-//
-// and waits for GET /healthz. Other settings: VEENA_E2E_CHROMIUM (the browser;
-// default chromium from PATH), VEENA_ARTIFACTS (where screenshots go; default
-// ../artifacts, the repository's artifacts/). The test skips, saying why,
-// when there is no browser or the console was not built (make console).
+// Settings: VEENA_E2E_CHROMIUM (the browser; default chromium from PATH) and
+// VEENA_ARTIFACTS (where screenshots go; default ../artifacts, the
+// repository's artifacts/). The test skips, saying why, when there is no
+// browser or the console's libraries were not built (make console).
 
 import (
 	"bytes"
@@ -31,7 +21,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +81,42 @@ const approval = `<?xml version="1.0" encoding="UTF-8"?>
 </process-definition>
 `
 
+// inspection is started as a nested process by shipment.
+const inspection = `<?xml version="1.0" encoding="UTF-8"?>
+<process-definition name="inspection" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="inspect" type="wait" isStart="true">
+    <arc to="report"/>
+  </node>
+  <node name="report"/>
+</process-definition>
+`
+
+// shipment runs inspection as a nested process, and has a guard that
+// discards its token and one that skips its node unless the process says
+// otherwise.
+const shipment = `<?xml version="1.0" encoding="UTF-8"?>
+<process-definition name="shipment" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="pack" isStart="true">
+    <arc to="inspection"/>
+    <arc to="gift-wrap"/>
+    <arc to="insure"/>
+  </node>
+  <node name="inspection" type="nested">
+    <arc to="dispatch"/>
+    <custom><graphName>inspection</graphName></custom>
+  </node>
+  <node name="gift-wrap">
+    <guard>if giftWrap then Accept else Discard</guard>
+    <arc to="dispatch"/>
+  </node>
+  <node name="insure">
+    <guard>if insured then Accept else Skip</guard>
+    <arc to="dispatch"/>
+  </node>
+  <node name="dispatch" type="wait"/>
+</process-definition>
+`
+
 // bigDefinition is a 200-node graph: 192 own nodes (38 stages of 5, a begin
 // and a finish) plus two instances of approval (4 nodes each), with joins,
 // guards and named arcs.
@@ -115,7 +140,7 @@ func bigDefinition() string {
 			}
 			fmt.Fprintf(&b, `  <node name="%s" type="%s"%s>`, name(s, i), typ, join)
 			if (s*width+i)%7 == 3 {
-				b.WriteString(`<guard>amount &gt; 100 ? Accept : Skip</guard>`)
+				b.WriteString(`<guard>if large then Accept else Skip</guard>`)
 			}
 			switch {
 			case s == stages-1:
@@ -129,6 +154,9 @@ func bigDefinition() string {
 				if i+1 < width && (s+i)%3 == 0 {
 					fmt.Fprintf(&b, `<arc name="escalate" to="%s"/>`, name(s+1, i+1))
 				}
+			}
+			if typ == "script" {
+				b.WriteString(`<custom><execute type="js">env.setAttribute("seen", true)</execute></custom>`)
 			}
 			b.WriteString("</node>\n")
 		}
@@ -153,49 +181,64 @@ func randomToken(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// startServer starts the real `veena serve` when VEENA_E2E_SERVE says how,
-// else the stand-in.
+// buildVeena builds cmd/veena, with the console as it is in this working
+// tree, into a temporary directory.
+func buildVeena(t *testing.T) string {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build veena: %v", err)
+	}
+	out, err := exec.Command(goTool, "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		t.Fatalf("cannot find the module root (go env GOMOD: %q, %v)", gomod, err)
+	}
+	bin := filepath.Join(t.TempDir(), "veena")
+	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/veena")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/veena: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startServer builds and starts `veena serve` on a free loopback port, with a
+// fresh database and an admin and a viewer access token, and waits until it
+// answers /healthz.
 func startServer(t *testing.T) e2eServer {
 	srv := e2eServer{admin: "admin-" + randomToken(t), viewer: "viewer-" + randomToken(t)}
-	tmpl := os.Getenv("VEENA_E2E_SERVE")
-	if tmpl == "" {
-		fake := newFakeServer(map[string]string{srv.admin: "admin", srv.viewer: "viewer"})
-		mux := http.NewServeMux()
-		mux.Handle("/api/", fake.handler())
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-		mux.Handle("/", Handler())
-		ts := httptest.NewServer(mux)
-		t.Cleanup(func() { fake.close(); ts.CloseClientConnections(); ts.Close() })
-		srv.base = ts.URL
-		t.Logf("server: in-memory stand-in at %s", ts.URL)
-		return srv
-	}
+	began := time.Now()
+	bin := buildVeena(t)
+	t.Logf("built veena in %s", time.Since(began).Round(time.Millisecond))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	line := strings.NewReplacer("{addr}", addr, "{dir}", t.TempDir(), "{admin}", srv.admin, "{viewer}", srv.viewer).Replace(tmpl)
-	args := strings.Fields(line)
-	cmd := exec.Command(args[0], args[1:]...)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	dir := t.TempDir()
+	args := []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "veena.db"), "--drain", "2s",
+		"--token", "admin=" + srv.admin, "--token", "viewer=" + srv.viewer}
+	cmd := exec.Command(bin, args...)
+	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %q: %v", line, err)
+		t.Fatalf("start veena serve: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
+			<-exited
 		}
+		logFile.Close()
 		if t.Failed() {
 			out, _ := os.ReadFile(logFile.Name())
 			t.Logf("veena serve output:\n%s", out)
@@ -211,12 +254,18 @@ func startServer(t *testing.T) e2eServer {
 				break
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q did not answer /healthz within 30s (last error: %v)", line, err)
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(logFile.Name())
+			t.Fatalf("veena serve %s exited before it answered /healthz:\n%s", strings.Join(args, " "), out)
+		default:
 		}
-		time.Sleep(200 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("veena serve did not answer /healthz within 30s (last error: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("server: %s at %s", line, srv.base)
+	t.Logf("server: veena serve at %s", srv.base)
 	return srv
 }
 
@@ -319,9 +368,24 @@ func (b *browser) num(expr string) int {
 	return n
 }
 
+// click clicks an element with the mouse. The page rebuilds parts of itself
+// on live updates, so an element found may be replaced before the click
+// lands; the click is then tried again on the new one.
 func (b *browser) click(css string) {
 	b.t.Helper()
-	b.do("click "+css, chromedp.Click(chromedp.CSS(css)))
+	var err error
+	for try := 0; try < 5; try++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		_, err = chromedp.Run(ctx, chromedp.Click(chromedp.CSS(css)))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") && !strings.Contains(err.Error(), "not attached") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		b.t.Fatalf("click %s: %v", css, err)
+	}
 }
 
 func (b *browser) screenshot(name string) {
@@ -402,7 +466,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	var mu sync.Mutex
 	var exceptions []string
 	msgs := chromedp.Console(ctx)
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
 		for m, err := range msgs {
 			if err != nil {
 				return
@@ -422,22 +488,23 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("uncaught exception in the page: %s", e)
 		}
 	}()
+	// Close the browser and let the console reader finish before the
+	// exceptions are counted and the test ends.
+	defer func() {
+		cancel()
+		select {
+		case <-logged:
+		case <-time.After(5 * time.Second):
+		}
+	}()
 
 	b := &browser{t: t, ctx: ctx, base: srv.base, dir: artifactsDir(t)}
+	// The same page size for every screenshot, whatever the window's frame takes.
+	b.do("set the viewport", chromedp.EmulateViewport(1440, 900))
 	b.do("open the console", chromedp.Navigate(srv.base+"/"))
 
-	// 1. Log in as an admin.
-	first, err := chromedp.Run(ctx, chromedp.Poll[int](`document.querySelector('#token') ? 1 : document.querySelector('[data-role]') ? 2 : 0`,
-		chromedp.WithPollingTimeout(20*time.Second)))
-	if err != nil {
-		t.Fatalf("the console did not show a page: %v", err)
-	}
-	authRequired := first == 1
-	if authRequired {
-		b.login(srv.admin)
-	} else {
-		t.Log("the server runs open: login and the viewer role are not checked")
-	}
+	// 1. The server has access tokens: the console asks for one. Log in as an admin.
+	b.login(srv.admin)
 
 	// 2. A definition that fails to load is explained with its line.
 	b.wait("the definitions page", `document.querySelector('[data-action=load-definition]') !== null`)
@@ -475,6 +542,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.wait("the guard tooltip", `(() => { const t = document.querySelector('.graph-tip'); return t && !t.hidden && /guard: Accept/.test(t.innerText); })()`)
 	b.screenshot("definition-hover.png")
 	b.do("move away", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 5, 5))
+
+	// The source file is the one loaded.
+	b.click(".source-panel summary")
+	b.wait("the source file", `/<node name="check-credit" type="wait">/.test(document.querySelector('pre.source').textContent)`)
 
 	// 4. Start a process with an attribute.
 	b.click(".page-head [data-action=start-process]")
@@ -539,7 +610,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	apiCall(t, srv, "POST", "/node-tokens/"+credit+"/complete", map[string]any{"arcs": []string{"approved"}}, nil)
 	b.wait("the join to fire and ship to wait, from the event stream",
 		`(() => { const s = document.querySelector('.graph-host').dataset.tokenState || ''; return /join=completed/.test(s) && /ship=active/.test(s) && /check-credit=completed/.test(s); })()`)
-	b.wait("the merge in the timeline", `document.querySelector('.timeline li[data-type=ARC_TOKEN_MERGED]') !== null`)
+	b.wait("the join's and ship's tokens in the timeline", `(() => {
+		const created = [...document.querySelectorAll('.timeline li[data-type=NODE_TOKEN_CREATED] strong')].map((e) => e.textContent);
+		return created.includes('join') && created.includes('ship');
+	})()`)
 	if b.str(`String(window.__veenaSamePage)`) != "yes" {
 		t.Errorf("the page was reloaded; it should update in place")
 	}
@@ -569,17 +643,71 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.screenshot("process-narrow.png")
 	b.do("wide viewport", chromedp.EmulateViewport(1440, 900))
 
-	if !authRequired {
-		return
+	// 10. Guards that discard and skip, and a nested process, linked both ways.
+	b.loadDefinition("inspection", inspection)
+	b.loadDefinition("shipment", shipment)
+	var parent struct {
+		ID string `json:"id"`
 	}
-	// 10. A viewer sees the same pages without any action.
+	apiCall(t, srv, "POST", "/processes", map[string]any{"definition": "shipment", "env": map[string]any{"giftWrap": false, "insured": false}}, &parent)
+	b.goTo("#/processes/" + parent.ID)
+	b.wait("the shipment's token state", `(() => {
+		const s = document.querySelector('.graph-host.laid-out') && document.querySelector('.graph-host').dataset.tokenState || '';
+		return /gift-wrap=discarded/.test(s) && /insure=skipped/.test(s) && /inspection=active/.test(s) && /dispatch=active/.test(s);
+	})()`)
+	b.wait("the guard results in the history and the timeline", `(() => {
+		const row = (node) => [...document.querySelectorAll('table.tokens tbody tr')].find((r) => r.cells[0].innerText === node);
+		const ev = (type) => document.querySelector('.timeline li.ev-discard[data-type=' + type + ']');
+		return row('gift-wrap') && row('gift-wrap').classList.contains('tok-discarded') && row('gift-wrap').cells[3].innerText === 'discard'
+			&& row('insure') && row('insure').classList.contains('tok-skipped') && row('insure').cells[3].innerText === 'skip'
+			&& ev('NODE_TOKEN_DISCARDED') && ev('NODE_TOKEN_SKIPPED');
+	})()`)
+	b.wait("the link to the nested process", `document.querySelector('.relations a[data-rel=child]') !== null`)
+	if n := b.num(`document.querySelectorAll('.token-card[data-node=inspection] [data-action=complete]').length`); n != 0 {
+		t.Errorf("the nested node's token offers Complete while its nested process runs")
+	}
+	b.screenshot("process-nested-parent.png")
+	b.click(".relations a[data-rel=child]")
+	b.wait("the nested process page", `document.querySelector('.relations a[data-rel=parent]') !== null && document.querySelector('.graph-host.laid-out') !== null && document.querySelector('.token-card [data-action=complete][data-node=inspect]') !== null`)
+	if got := b.str(`document.querySelector('.relations').innerText`); !strings.Contains(got, "at node inspection") {
+		t.Errorf("the nested process's relations read %q, want the parent's node inspection", got)
+	}
+	childID := strings.TrimPrefix(b.str(`decodeURIComponent(location.hash)`), "#/processes/")
+	b.screenshot("process-nested-child.png")
+	b.click(`.token-card [data-action=complete][data-node=inspect]`)
+	b.click("dialog [data-action=dialog-submit]")
+	b.wait("the nested process to complete", `document.querySelector('.badge-slot').dataset.state === 'completed' && /report=completed/.test(document.querySelector('.graph-host').dataset.tokenState || '')`)
+	b.click(".relations a[data-rel=parent]")
+	b.wait("the parent to have moved on", fmt.Sprintf(`(() => {
+		const s = document.querySelector('.graph-host.laid-out') && document.querySelector('.graph-host').dataset.tokenState || '';
+		const child = document.querySelector('.relations a[data-rel=child]');
+		return decodeURIComponent(location.hash) === %q && /inspection=completed/.test(s) && /dispatch=active/.test(s)
+			&& child !== null && /completed/.test(child.parentElement.innerText);
+	})()`, "#/processes/"+parent.ID))
+	b.screenshot("process-nested-done.png")
+	// The list filtered by the parent token shows the nested process and leads back.
+	var child struct {
+		ParentToken string `json:"parentToken"`
+	}
+	apiCall(t, srv, "GET", "/processes/"+childID, nil, &child)
+	b.goTo("#/processes?parentToken=" + child.ParentToken)
+	b.wait("the nested processes list", fmt.Sprintf(`document.querySelectorAll('table.processes tbody tr').length === 1 && document.querySelector('table.processes a[data-process=%q]') !== null`, childID))
+	b.click("table.processes tbody tr button.link")
+	b.wait("the parent process page", fmt.Sprintf(`decodeURIComponent(location.hash) === %q && document.querySelector('[data-action=cancel-process]') !== null`, "#/processes/"+parent.ID))
+
+	// 11. Cancel the parent from the page: it ends, and its tokens offer nothing more.
+	b.click("[data-action=cancel-process]")
+	b.click("dialog [data-action=dialog-submit]")
+	b.wait("the process to be canceled", `document.querySelector('.badge-slot').dataset.state === 'canceled' && document.querySelectorAll('main [data-action]').length === 0`)
+
+	// 12. A viewer sees the same pages without any action.
 	b.do("log out", chromedp.Evaluate[chromedp.Void](`sessionStorage.clear()`))
 	b.do("reopen", chromedp.Navigate(srv.base+"/#/definitions"))
 	b.login(srv.viewer)
 	if got := b.str(`document.querySelector('[data-role]').dataset.role`); got != "viewer" {
 		t.Errorf("role shown = %q, want viewer", got)
 	}
-	for _, route := range []string{"#/definitions", "#/definitions/order-review", "#/processes", "#/processes/" + procID} {
+	for _, route := range []string{"#/definitions", "#/definitions/order-review", "#/processes", "#/processes/" + parent.ID, "#/processes/" + procID} {
 		b.goTo(route)
 		b.wait("the page "+route, `document.querySelector('main h1') !== null && (!document.querySelector('.graph-host') || document.querySelector('.graph-host.laid-out') !== null)`)
 		time.Sleep(300 * time.Millisecond)

@@ -47,7 +47,10 @@ const STATUS_WORDS = {
 export class ApiError extends Error {
   constructor({ status, code, title, detail, errors }) {
     const lead = CODE_WORDS[code] || STATUS_WORDS[status] || title || `The server answered ${status}.`;
-    const extra = detail && detail !== lead ? detail : (title && title !== lead ? title : '');
+    // A definition that fails to load lists its errors line by line; the
+    // detail repeats them in one string, so it is left out then.
+    const listed = Array.isArray(errors) && errors.length > 0;
+    const extra = listed ? '' : detail && detail !== lead ? detail : (title && title !== lead ? title : '');
     super(extra ? `${lead} ${extra}` : lead);
     this.status = status;
     this.code = code || '';

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear, fmtTime, modal, attributeEditor, navigate, routeHref, toast, errorToast } from './ui.js';
-import { createGraphView, legend, joinWords, nodeKey } from './graph.js';
+import { createGraphView, legend, joinWords, nodeKey, isStartNode } from './graph.js';
 
 export async function definitionsView(el, query, session) {
   const head = h('div.page-head', h('h1', 'Definitions'));
@@ -109,7 +109,7 @@ export async function definitionView(el, name, version, session) {
       const key = nodeKey(n.name, n.external);
       return h('tr', { 'data-key': key },
         h('td', h('button.link', { type: 'button', onclick: () => graph.select(key), title: 'Show in the graph' },
-          n.start ? '▶ ' : '', n.external ? `${n.external} / ` : '', n.name)),
+          isStartNode(n) ? '▶ ' : '', n.external ? `${n.external} / ` : '', n.name)),
         h('td', n.type || 'node'),
         h('td', joinWords(n)),
         h('td', n.guard ? h('code', n.guard) : h('span.muted', '—')));

@@ -39,6 +39,13 @@ export function nodeKey(name, external) {
 const nodeId = (key) => `n:${key}`;
 const externalId = (ext) => `x:${ext}`;
 
+// A process starts at the start nodes of its own definition; a node imported
+// through an external instance keeps the start flag of its own file, but the
+// process never starts there.
+export function isStartNode(node) {
+  return !!node.start && !node.external;
+}
+
 export const BUILTIN_TYPES = ['node', 'wait', 'script', 'nested'];
 
 const JOIN_WORDS = {
@@ -55,7 +62,7 @@ export function joinWords(node) {
 function describeNode(node, inDegree) {
   const type = node.type || 'node';
   const typeClass = BUILTIN_TYPES.includes(type) ? `t-${type}` : 't-custom';
-  const title = `${node.start ? '▶ ' : ''}${node.name}`;
+  const title = `${isStartNode(node) ? '▶ ' : ''}${node.name}`;
   const parts = [type];
   const join = node.join || 'or';
   if (join !== 'or' || inDegree > 1) parts.push(`⋈ ${JOIN_WORDS[join] || join}`);
@@ -121,7 +128,7 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
         id: nodeId(key), key, label: `${d.title}\n${d.sub}`, base: `${d.title}\n${d.sub}`,
         w: Math.max(w, 80), h: hgt, parent: n.external ? externalId(n.external) : undefined,
       },
-      classes: [d.typeClass, n.start ? 'start' : '', n.guard ? 'guarded' : ''].filter(Boolean).join(' '),
+      classes: [d.typeClass, isStartNode(n) ? 'start' : '', n.guard ? 'guarded' : ''].filter(Boolean).join(' '),
     });
   }
   arcs.forEach((a, i) => {
@@ -185,12 +192,12 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
   };
   zoomIn.addEventListener('click', () => zoomBy(1.25));
   zoomOut.addEventListener('click', () => zoomBy(0.8));
-  fitBtn.addEventListener('click', () => cy.fit(undefined, 24));
+  fitBtn.addEventListener('click', () => fitAll(cy));
   canvas.addEventListener('keydown', (e) => {
     const step = 60;
     const keys = {
       '+': () => zoomBy(1.25), '=': () => zoomBy(1.25), '-': () => zoomBy(0.8), _: () => zoomBy(0.8),
-      0: () => cy.fit(undefined, 24),
+      0: () => fitAll(cy),
       ArrowLeft: () => cy.panBy({ x: step, y: 0 }), ArrowRight: () => cy.panBy({ x: -step, y: 0 }),
       ArrowUp: () => cy.panBy({ x: 0, y: step }), ArrowDown: () => cy.panBy({ x: 0, y: -step }),
     };
@@ -254,15 +261,27 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
         if (bb.x2 < 0 || bb.y2 < 0 || bb.x1 > canvas.clientWidth || bb.y1 > canvas.clientHeight) cy.center(el);
       }
     },
-    fit() { cy.resize(); cy.fit(undefined, 24); },
+    fit() { cy.resize(); fitAll(cy); },
     destroy() { cy.destroy(); },
   };
+}
+
+const MAX_FIT_ZOOM = 1.25;
+
+// Fits the whole graph, without blowing a small one up beyond a comfortable
+// reading size.
+function fitAll(cy) {
+  cy.fit(undefined, 24);
+  if (cy.zoom() > MAX_FIT_ZOOM) {
+    cy.zoom(MAX_FIT_ZOOM);
+    cy.center();
+  }
 }
 
 // Fits the whole graph; a very large one is shown from its start instead, at
 // a zoom where the names can still be read.
 function fitReadable(cy) {
-  cy.fit(undefined, 24);
+  fitAll(cy);
   if (cy.zoom() >= 0.45) return;
   const level = 0.75;
   const starts = cy.nodes('.start');
@@ -332,7 +351,7 @@ function nodeTipContent(n, info) {
   if (!n) return [];
   const out = [h('strong', n.name)];
   if (n.external) out.push(h('div', `imported through external instance ${n.external}`));
-  out.push(h('div', `type: ${n.type || 'node'}${n.start ? ' · start node' : ''}`));
+  out.push(h('div', `type: ${n.type || 'node'}${isStartNode(n) ? ' · start node' : ''}`));
   out.push(h('div', joinWords(n)));
   out.push(n.guard && n.guard.trim()
     ? h('div', 'guard: ', h('code', n.guard))
@@ -364,8 +383,10 @@ export function computeOverlay(definition, tokens) {
     }
     return nodes.get(key);
   };
+  const nestedKeys = new Set((definition.nodes || []).filter((n) => n.type === 'nested').map((n) => nodeKey(n.name, n.external)));
   for (const t of tokens.nodeTokens || []) {
     const s = info(nodeKey(t.node, t.external));
+    s.nested = nestedKeys.has(nodeKey(t.node, t.external));
     s.tokens.push(t);
     const state = tokenState(t);
     s[state]++;
@@ -377,11 +398,11 @@ export function computeOverlay(definition, tokens) {
     if (idx === undefined) continue;
     if (!edges.has(idx)) edges.set(idx, { waiting: 0, done: 0, backtracked: 0, active: 0 });
     const e = edges.get(idx);
-    if (BACKTRACKED.has(a.executionType)) e.backtracked++;
-    else if (a.pending && !a.complete) {
+    if (arcWaitsAtJoin(a)) {
       e.waiting++;
       info(nodeKey(a.arc.to, a.arc.toExternal)).waiting++;
-    } else if (a.complete) e.done++;
+    } else if (BACKTRACKED.has(a.executionType)) e.backtracked++;
+    else if (a.complete) e.done++;
     else e.active++;
   }
   for (const s of nodes.values()) {
@@ -397,6 +418,12 @@ export function computeOverlay(definition, tokens) {
     s.summary = words.join(' · ');
   }
   return { nodes, edges };
+}
+
+// An arc token is pending until the engine processes it; processed but not
+// complete, it waits at a join for the join's other arcs.
+export function arcWaitsAtJoin(a) {
+  return !a.complete && !a.pending && !BACKTRACKED.has(a.executionType);
 }
 
 export function tokenState(t) {
@@ -444,7 +471,7 @@ function applyOverlay(cy, overlay) {
 
 function compactState(s) {
   const lead = {
-    active: s.active > 1 ? `● ${s.active} active` : '● active',
+    active: s.nested ? '● nested process runs' : s.active > 1 ? `● ${s.active} active` : '● active',
     delayed: '◔ delayed',
     waiting: `◷ join: ${s.waiting} waiting`,
     completed: '✓ completed',

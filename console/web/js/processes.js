@@ -7,7 +7,7 @@ import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
   toast, errorToast, stateBadge, PROCESS_STATES,
 } from './ui.js';
-import { createGraphView, computeOverlay, tokenState, legend, nodeKey } from './graph.js';
+import { createGraphView, computeOverlay, tokenState, arcWaitsAtJoin, legend, nodeKey } from './graph.js';
 
 // Cursors of the pages already seen, so "Previous" can go back.
 let trail = { key: '', cursors: [] };
@@ -152,7 +152,7 @@ export async function processView(el, id, session) {
   const title = h('h1', 'Process ', h('code', shortId(id)));
   const badge = h('span.badge-slot');
   const live = h('span.live', { 'aria-live': 'polite' });
-  const cancelBtn = h('button.danger', { type: 'button', 'data-action': 'cancel-process', onclick: cancelDialog }, 'Cancel process…');
+  const cancelBtn = h('button.danger', { type: 'button', 'data-action': 'cancel-process', 'data-focus': 'cancel', onclick: cancelDialog }, 'Cancel process…');
   const actions = h('div.actions');
   const head = h('div.page-head',
     h('div', h('p.crumbs', h('a', { href: '#/processes' }, 'Processes'), ' / '), title,
@@ -178,7 +178,7 @@ export async function processView(el, id, session) {
   el.append(head, relations, h('div.split',
     h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, legend(true)),
     h('aside.panel.side',
-      h('section', { 'aria-labelledby': 'h-active' }, h('h2#h-active', 'Waiting for you'), activeBox),
+      h('section', { 'aria-labelledby': 'h-active' }, h('h2#h-active', session.canAct ? 'Waiting for you' : 'Active tokens'), activeBox),
       h('section', { 'aria-labelledby': 'h-timeline' }, h('h2#h-timeline', 'Timeline'), timeline))),
   h('div.split.lower',
     h('section.panel', { 'aria-labelledby': 'h-history' }, h('h2#h-history', 'Token history'), history),
@@ -209,13 +209,20 @@ export async function processView(el, id, session) {
     }
     activeBox.append(h('ul.token-cards', act.map((t) => {
       const n = nodeByKey.get(nodeKey(t.node, t.external));
+      // A nested node's token completes by itself when its nested process
+      // completes; while one runs, the card links to it instead of offering
+      // to complete the token by hand.
+      const kids = state.children.get(t.id) || [];
+      const running = kids.filter((p) => !TERMINAL.has(p.state));
       return h('li.token-card', { 'data-token': t.id, 'data-node': t.node },
         h('div', h('strong', nodeLabel(t)), ' ', h('span.muted', n ? n.type : ''), tokenState(t) === 'delayed' ? h('span.badge.state-delayed', 'delayed') : null),
         h('div.muted.small', `token ${shortId(t.id)} · since ${fmtClock(t.createdAt)}`),
+        running.length ? h('div.small', 'Waits for nested process ', running.map((p, i) => [i ? ', ' : '',
+          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
-          h('button.small', { type: 'button', onclick: () => selectToken(t.id, true) }, 'Details'),
-          session.canAct && executing()
-            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, onclick: () => completeDialog(t) }, 'Complete…')
+          h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
+          session.canAct && executing() && !running.length
+            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…')
             : null));
     })));
   }
@@ -240,6 +247,7 @@ export async function processView(el, id, session) {
       li.title = ev.type;
       if (t) {
         li.tabIndex = 0;
+        li.dataset.focus = `ev:${ev.seq}`;
         li.addEventListener('click', () => selectToken(t.id, true));
         li.addEventListener('keydown', (e) => { if (e.key === 'Enter') selectToken(t.id, true); });
       }
@@ -254,23 +262,25 @@ export async function processView(el, id, session) {
       const st = tokenState(t);
       const canBacktrack = session.canAct && executing() && t.complete && st === 'completed';
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
-        h('td', h('button.link', { type: 'button', onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
+        h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
         h('td', h('span', { class: `badge tok-${st}` }, st)),
         h('td', t.executionType || ''),
         h('td', t.guardAction || h('span.muted', '—')),
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          st === 'active' && session.canAct && executing()
-            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, onclick: () => completeDialog(t) }, 'Complete…') : null,
+          st === 'active' && session.canAct && executing() && !runsNested(t)
+            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…') : null,
           canBacktrack
-            ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-node': t.node, onclick: () => backtrackDialog(t) }, 'Backtrack here…') : null));
+            ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-node': t.node, 'data-focus': `backtrack:${t.id}`, onclick: () => backtrackDialog(t) }, 'Backtrack here…') : null));
     });
     clear(history).append(h('table.list.tokens',
       h('caption.visually-hidden', 'Node tokens in creation order'),
       h('thead', h('tr', ['node', 'state', 'execution', 'guard', 'created', 'completed', ''].map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', rows)));
   }
+
+  const runsNested = (t) => (state.children.get(t.id) || []).some((p) => !TERMINAL.has(p.state));
 
   function renderSelected() {
     clear(tokenDetail);
@@ -287,7 +297,7 @@ export async function processView(el, id, session) {
         h('dt', 'created'), h('dd', fmtTime(t.createdAt)),
         h('dt', 'completed'), h('dd', t.completedAt ? fmtTime(t.completedAt) : '—'),
         h('dt', 'came in on'), h('dd', arcList(t.parents).map((a) => arcText(a.arc)).join('; ') || '—'),
-        h('dt', 'went out on'), h('dd', arcList(t.children).map((a) => `${arcText(a.arc)}${a.pending && !a.complete ? ' (waiting)' : ''}`).join('; ') || '—'),
+        h('dt', 'went out on'), h('dd', arcList(t.children).map((a) => `${arcText(a.arc)}${arcWaitsAtJoin(a) ? ' (waiting at the join)' : ''}`).join('; ') || '—'),
         (t.tokenSets || []).length ? [h('dt', 'token sets'), h('dd', t.tokenSets.map((s) => `${s.name} #${s.member}`).join(', '))] : null),
       envTable(t.env, 'Token environment'));
     const kids = state.children.get(t.id);
@@ -316,8 +326,23 @@ export async function processView(el, id, session) {
     if (items.length) relations.append(h('ul.relations-list', items));
   }
 
+  // Live updates rebuild the lists; the control that had the keyboard focus
+  // gets it back in its new copy, so that updates never steal the focus.
+  function keepFocus(render) {
+    const active = document.activeElement;
+    const key = active && el.contains(active) && active.dataset ? active.dataset.focus : '';
+    render();
+    if (!key || document.activeElement === active) return;
+    const again = el.querySelector(`[data-focus="${CSS.escape(key)}"]`);
+    if (again) again.focus({ preventScroll: true });
+  }
+
   function renderAll() {
     if (state.destroyed) return;
+    keepFocus(renderEverything);
+  }
+
+  function renderEverything() {
     graph.setOverlay(computeOverlay(def, state.tokens));
     renderHead();
     renderActive();
@@ -382,7 +407,7 @@ export async function processView(el, id, session) {
     state.stream = followEvents(id, last, {
       onEvent: (ev) => {
         state.events.push(ev);
-        renderTimeline();
+        keepFocus(renderTimeline);
         scheduleRefresh();
       },
       onProblem: (msg) => errorToast(new Error(`The live event stream stopped: ${msg}. Reconnecting…`)),

@@ -160,8 +160,10 @@ export function showError(box, err) {
   box.hidden = false;
   box.appendChild(h('p', err && err.message ? err.message : String(err)));
   if (err && Array.isArray(err.errors) && err.errors.length) {
-    box.appendChild(h('ul', err.errors.map((e) => h('li',
+    const shown = err.errors.slice(0, 20);
+    box.appendChild(h('ul', shown.map((e) => h('li',
       e.line ? `line ${e.line}${e.column ? `, column ${e.column}` : ''}: ` : '', e.message || JSON.stringify(e)))));
+    if (err.errors.length > shown.length) box.appendChild(h('p', `… and ${err.errors.length - shown.length} more.`));
   }
 }
 
