@@ -1,9 +1,6 @@
 package kernel
 
-import (
-	"container/heap"
-	"sort"
-)
+import "sort"
 
 // Backtrack returns the process to a completed node token: every token
 // created since, downstream of it, is marked backtracked (with mirror
@@ -20,9 +17,9 @@ func (e *Engine) Backtrack(dest *NodeToken) (result *NodeToken, err error) {
 	case p.State != Executing:
 		return nil, refuse(ErrBacktrackNotAllowed, "can only backtrack an executing process; process %s is %s", p.ID, p.State)
 	case !dest.Complete:
-		return nil, refuse(ErrBacktrackNotAllowed, "cannot backtrack to node token %d (%s): it is not complete", dest.ID, dest.Node.QualifiedName())
+		return nil, refuse(ErrBacktrackNotAllowed, "cannot backtrack to node token %s: it is not complete", dest.Label())
 	case dest.ExecType.IsBacktracked():
-		return nil, refuse(ErrBacktrackNotAllowed, "cannot backtrack to node token %d (%s): it has been backtracked", dest.ID, dest.Node.QualifiedName())
+		return nil, refuse(ErrBacktrackNotAllowed, "cannot backtrack to node token %s: it has been backtracked", dest.Label())
 	}
 	b := &backtracker{
 		e:        e,
@@ -39,10 +36,17 @@ func (e *Engine) Backtrack(dest *NodeToken) (result *NodeToken, err error) {
 		}
 	}
 	err = e.run(func() {
-		if len(dest.Children) == 0 {
-			result = b.deadEnd()
-		} else {
-			result = b.backtrack()
+		e.backtracking = true
+		func() {
+			defer func() { e.backtracking = false }()
+			if len(dest.Children) == 0 {
+				result = b.deadEnd()
+			} else {
+				result = b.backtrack()
+			}
+		}()
+		if result == nil {
+			e.Fail(refuse(ErrExecutionFailed, "backtracking to node token %s: the destination was not reached", dest.Label()))
 		}
 		e.executeNode(result)
 		if !p.inLoop {
@@ -66,37 +70,19 @@ type backtracker struct {
 
 // traverse visits the history downstream of the destination in creation
 // order: node tokens by creation, arc tokens by their parent's completion.
+// It stops at the first node token that refuses to be backtracked.
 func (b *backtracker) traverse() error {
-	q := &traversal{}
-	seen := map[*NodeToken]bool{b.dest: true}
-	heap.Push(q, item{node: b.dest})
-	for q.Len() > 0 {
-		it := heap.Pop(q).(item)
-		if t := it.node; t != nil {
-			if err := b.visitNode(t); err != nil {
-				return err
-			}
-			for _, a := range t.Children {
-				heap.Push(q, item{arc: a})
-			}
-			continue
-		}
-		a := it.arc
-		if !b.follow(a) {
-			continue
-		}
-		b.visitArc(a)
-		if c := a.Child; c != nil && !seen[c] {
-			seen[c] = true
-			heap.Push(q, item{node: c})
-		}
-	}
-	return nil
+	var err error
+	traverseCreateOrder(b.dest,
+		func(t *NodeToken) { err = b.visitNode(t) },
+		b.follow, b.visitArc,
+		func() bool { return err != nil })
+	return err
 }
 
 func (b *backtracker) visitNode(t *NodeToken) error {
 	if bt, ok := b.e.runtime(t.Node).typ.(Backtracker); ok && !bt.IsBacktrackable(b.e, t) {
-		return refuse(ErrBacktrackNotAllowed, "node %s (token %d) cannot be backtracked", t.Node.QualifiedName(), t.ID)
+		return refuse(ErrBacktrackNotAllowed, "node token %s cannot be backtracked: its node does not allow it", t.Label())
 	}
 	if len(t.Children) == 0 {
 		b.push(t)
@@ -107,13 +93,44 @@ func (b *backtracker) visitNode(t *NodeToken) error {
 
 func (b *backtracker) follow(a *ArcToken) bool {
 	if a.ExecType != Forward {
-		b.mirrors.find(a)
+		b.mirrors.find(a, b.parentOf)
 	}
 	switch a.ExecType {
 	case Backtracked, UTurn, UTurnBacktracked:
-		return b.mirrors.has(a)
+		return b.mirrors.has(a) || (redoUTurn(a) && b.reachedAlong(a))
 	}
 	return true
+}
+
+// reachedAlong reports whether a's parent was reached, in this backtrack,
+// through an arc token on a's arc (with a's memberships) that has no mirror
+// of its own kind, such as a backtracked arc token into a replacement.
+func (b *backtracker) reachedAlong(a *ArcToken) bool {
+	for _, pa := range a.Parent.Parents {
+		if pa.Arc == a.Arc && sameSets(pa.Sets, a.Sets) && pa.ExecType != Forward && b.mirrors.has(pa) {
+			return true
+		}
+	}
+	return false
+}
+
+// redoUTurn reports whether a is one of the u-turn arc tokens a backtrack
+// to a dead end (§11.2) made: they lead from the dead end into its redo, a
+// token on the same node created right after them. (A u-turn that waited at
+// a join and fired it alone looks the same but for the sequence numbers:
+// the rest of its backtrack came in between.)
+func redoUTurn(a *ArcToken) bool {
+	if (a.ExecType != UTurn && a.ExecType != UTurnBacktracked) || a.Child == nil || a.Child.Node != a.Parent.Node {
+		return false
+	}
+	var last int64
+	for _, pa := range a.Child.Parents {
+		if (pa.ExecType != UTurn && pa.ExecType != UTurnBacktracked) || pa.Parent != a.Parent {
+			return false
+		}
+		last = max(last, pa.Seq)
+	}
+	return a.Child.Seq == last+1
 }
 
 func (b *backtracker) visitArc(a *ArcToken) {
@@ -130,8 +147,46 @@ func (b *backtracker) visitArc(a *ArcToken) {
 		}
 	}
 	if a.ExecType == Backtracked {
-		b.parentOf[a.Child] = b.mirrors.get(a).Parent
+		b.parentOf[a.Child] = b.standsFor(b.mirrors.get(a).Parent)
 	}
+	if redoUTurn(a) && (b.mirrors[a] == nil || b.parentOf[a.Parent] != nil) {
+		// A redo of a dead end that itself stands for an older token (it
+		// came through a backtracked arc token, a turned leaf or another
+		// such redo), or whose arrival cannot be mirrored: the redo stands
+		// for what the dead end stood for.
+		b.parentOf[a.Child] = b.standsFor(a.Parent)
+	}
+	if turnedLeaf(a) {
+		// The replacement of a.Parent stands for it: it is undone through
+		// the parents of a.Parent (or of the token a.Parent stood for).
+		b.parentOf[a.Child] = b.standsFor(a.Parent)
+	}
+}
+
+// standsFor follows parentOf from t to the token at the end of the chain:
+// the one whose parents t's replacement is undone through.
+func (b *backtracker) standsFor(t *NodeToken) *NodeToken {
+	for {
+		o := b.parentOf[t]
+		if o == nil || o == t {
+			return t
+		}
+		t = o
+	}
+}
+
+// turnedLeaf reports whether a is a leaf arc token that a backtrack
+// completed into the replacement of its own parent (§11.3: map[a] = a): it
+// waited at a join when its parent was backtracked, and its child is on the
+// node it starts from, not the one it ends at. (On an arc from a node to
+// itself both are the same; there the arc token is taken as a turned leaf
+// when its child has not been backtracked, since every other backtracked
+// forward arc token leads to a backtracked token.)
+func turnedLeaf(a *ArcToken) bool {
+	if a.ExecType != ForwardBacktracked || a.Child == nil || a.Child.Node != a.Arc.From {
+		return false
+	}
+	return a.Arc.From != a.Arc.To || !a.Child.ExecType.IsBacktracked()
 }
 
 // push adds a node token to the backtrack queue once.
@@ -193,14 +248,19 @@ func (b *backtracker) recreate(t *NodeToken, x ExecutionType) *NodeToken {
 	for _, c := range t.Children {
 		pa := b.arcMap[c]
 		if pa == nil {
-			e.Fail(refuse(ErrExecutionFailed, "backtracking: no replacement for arc token %d (%s)", c.ID, c.Arc))
+			e.Fail(refuse(ErrExecutionFailed, "backtracking: no replacement for arc token %s", c.Label()))
 		}
 		parents = append(parents, pa)
 	}
 	nt := b.newToken(t, x, parents)
-	for _, pa := range parents {
+	for i, pa := range parents {
 		e.removeActiveArc(pa)
-		b.markArcBacktracked(pa)
+		// A leaf arc token (one that waited at a join: it stands for
+		// itself) was marked backtracked, with its event, when the leaves
+		// were collected; it must not be backtracked twice.
+		if pa != t.Children[i] {
+			b.markArcBacktracked(pa)
+		}
 		e.completeArcInto(pa, nt)
 	}
 	return nt
@@ -253,26 +313,70 @@ func (b *backtracker) backtrackToken(t *NodeToken) *NodeToken {
 	parents := t.Parents
 	if via := b.parentOf[t]; via != nil {
 		parents = via.Parents
+		// t's own parents are undone too: a u-turn becomes UB; a
+		// backtracked arc token or a turned leaf stays as it is.
+		for _, pa := range t.Parents {
+			e.removeActiveArc(pa)
+			b.markArcBacktrackedOnce(pa)
+		}
 	}
 	for _, pa := range parents {
 		fromVisited := b.visited[pa.Parent]
+		o := pa // the arc token na replaces
+		if fromVisited && pa.ExecType != Forward {
+			o = b.mirrors.get(pa)
+			if r := b.origin(pa); o == pa && r != nil {
+				// No mirror: pa turned back (perhaps over several earlier
+				// backtracks) an arc token r of a branch, and pa's own
+				// parent was backtracked before and will not be queued
+				// again. na replaces r: it goes back to r's parent if that
+				// is undone now, otherwise it turns back again, as a
+				// u-turn to the join.
+				o, fromVisited = r, b.visited[r.Parent] && !r.Parent.ExecType.IsBacktracked()
+			}
+		}
 		e.removeActiveArc(pa)
-		b.markArcBacktracked(pa)
+		b.markArcBacktrackedOnce(pa)
 		x := UTurn
 		if fromVisited {
 			x = Backtracked
 		}
 		na := e.newArcToken(p, pa.Arc, bt, x, pa.Sets)
 		e.fire(p, ArcTokenCreated, nil, na, nil, 0)
-		if fromVisited && pa.ExecType != Forward {
-			m := b.mirrors.get(pa)
-			b.arcMap[m] = na
-			b.finishArc(na, m)
-		} else {
-			b.finishArc(na, pa)
-		}
+		b.finishArc(na, o)
 	}
 	return bt
+}
+
+// origin follows reversed from a to the forward arc token at the start of
+// the chain of u-turns, or nil.
+func (b *backtracker) origin(a *ArcToken) *ArcToken {
+	r := b.reversed(a)
+	for r != nil && (r.ExecType == UTurn || r.ExecType == UTurnBacktracked) {
+		next := b.reversed(r)
+		if next == nil {
+			break
+		}
+		r = next
+	}
+	return r
+}
+
+// reversed returns the arc token a non-forward arc token a turns back: the
+// backtracked forward (or u-turn) arc token on the same arc among the
+// parents of a's parent, or of the tokens that parent stands for; or nil.
+func (b *backtracker) reversed(a *ArcToken) *ArcToken {
+	for t := a.Parent; t != nil; t = b.parentOf[t] {
+		for _, pa := range t.Parents {
+			if pa.Arc == a.Arc && sameSets(pa.Sets, a.Sets) && (pa.ExecType == ForwardBacktracked || pa.ExecType == UTurnBacktracked) {
+				return pa
+			}
+		}
+		if b.parentOf[t] == t {
+			break
+		}
+	}
+	return nil
 }
 
 // finishArc records na as the replacement of old. If old came from a token
@@ -297,7 +401,7 @@ func (b *backtracker) deadEnd() *NodeToken {
 	b.markNodeBacktracked(t)
 	uturns := make([]*ArcToken, 0, len(t.Parents))
 	for _, pa := range t.Parents {
-		b.markArcBacktracked(pa)
+		b.markArcBacktrackedOnce(pa)
 		na := e.newArcToken(p, pa.Arc, t, UTurn, pa.Sets)
 		e.fire(p, ArcTokenCreated, nil, na, nil, 0)
 		uturns = append(uturns, na)
@@ -315,6 +419,17 @@ func (b *backtracker) markNodeBacktracked(t *NodeToken) {
 	t.ExecType = t.ExecType.backtracked(t.Complete)
 	t.Process.Dirty = true
 	b.e.fire(t.Process, NodeTokenBacktracked, t, nil, nil, 0)
+}
+
+// markArcBacktrackedOnce marks an arc token backtracked unless it already
+// is. An arc token of a backtracked type (FB, B, UB) has had its
+// ARC_TOKEN_BACKTRACKED event: an FB or UB one when it was marked, a B one
+// when it was completed into the token its backtrack created. Marking it
+// again would change nothing but fire the event a second time.
+func (b *backtracker) markArcBacktrackedOnce(a *ArcToken) {
+	if !a.ExecType.IsBacktracked() {
+		b.markArcBacktracked(a)
+	}
 }
 
 func (b *backtracker) markArcBacktracked(a *ArcToken) {
@@ -357,13 +472,13 @@ func (m mirrors) get(a *ArcToken) *ArcToken {
 	return a
 }
 
-func (m mirrors) find(a *ArcToken) {
+func (m mirrors) find(a *ArcToken, parentOf map[*NodeToken]*NodeToken) {
 	if a.ExecType == ForwardBacktracked {
 		if a.Parent.ExecType != ForwardBacktracked {
 			return
 		}
 		for _, pa := range a.Parent.Parents {
-			if pa.ExecType == Backtracked && pa.Arc == a.Arc {
+			if pa.ExecType == Backtracked && pa.Arc == a.Arc && sameSets(pa.Sets, a.Sets) {
 				m[a] = pa
 				m.tie(a)
 				return
@@ -389,11 +504,39 @@ func (m mirrors) find(a *ArcToken) {
 			}
 		}
 	}
+	// a.Parent may stand for an older token (it was reached through a
+	// backtracked or turned-leaf arc token): look among that token's
+	// parents, and so on up the chain.
+	for o := parentOf[a.Parent]; o != nil; o = parentOf[o] {
+		for _, op := range o.Parents {
+			if m.isMirror(a, op) {
+				m[a] = op
+				m.tie(a)
+				return
+			}
+		}
+	}
 }
 
 func (m mirrors) isMirror(a, candidate *ArcToken) bool {
 	return (candidate.ExecType == ForwardBacktracked || candidate.ExecType == UTurnBacktracked) &&
-		candidate.Arc == a.Arc && m.has(candidate)
+		candidate.Arc == a.Arc && sameSets(a.Sets, candidate.Sets) && m.has(candidate)
+}
+
+// sameSets reports whether two arc tokens have the same token-set
+// memberships. An arc token made by a backtrack copies those of the arc
+// token it reverses; among several arc tokens on one arc (the members of a
+// token set meeting at a join) only the right one has the same.
+func sameSets(x, y []Membership) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // tie points a at the end of its chain of mirrors.

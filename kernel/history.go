@@ -27,6 +27,12 @@ func (p *Process) History() string {
 	return b.String()
 }
 
+// Label names the token in messages as the notation numbers it: "5 (ship)".
+func (t *NodeToken) Label() string { return fmt.Sprintf("%d (%s)", t.ID+1, t.Node.QualifiedName()) }
+
+// Label names the arc token in messages: "3 (A -> B)".
+func (a *ArcToken) Label() string { return fmt.Sprintf("%d (%s)", a.ID+1, a.Arc) }
+
 // Notation is the token in TestProcess notation: [id node status type …].
 func (t *NodeToken) Notation() string {
 	status := "I"

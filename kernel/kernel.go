@@ -216,6 +216,8 @@ type Engine struct {
 	k     *Kernel
 	now   time.Time
 	depth int
+
+	backtracking bool // undoing tokens: completions are not dead ends
 }
 
 // Engine returns an engine for commands at time now.
@@ -455,7 +457,7 @@ func (e *Engine) ExecuteNode(t *NodeToken) error {
 	return e.run(func() {
 		e.checkCompletable(t)
 		if t.GuardAction != Accept {
-			e.Fail(refuse(ErrInvalidArgument, "node token %d was not accepted", t.ID))
+			e.Fail(refuse(ErrInvalidArgument, "node token %s was not accepted", t.Label()))
 		}
 		e.execute(e.runtime(t.Node), t)
 		if !t.Process.inLoop {
@@ -494,7 +496,7 @@ func (e *Engine) checkCompletable(t *NodeToken) {
 		e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", t.Process.ID, t.Process.State))
 	}
 	if t.Complete {
-		e.Fail(refuse(ErrTokenComplete, "node token %d (%s) is already complete", t.ID, t.Node.QualifiedName()))
+		e.Fail(refuse(ErrTokenComplete, "node token %s is already complete", t.Label()))
 	}
 }
 
@@ -624,7 +626,7 @@ func (e *Engine) RetryIncompleteArcToken(a *ArcToken) (fired bool, err error) {
 		}
 		if a.Pending && !a.Complete {
 			// Not yet at its join: it waits in the queue (ExecuteQueuedArcTokens).
-			e.Fail(refuse(ErrInvalidArgument, "arc token %d (%s) is pending, not waiting at a join", a.ID, a.Arc))
+			e.Fail(refuse(ErrInvalidArgument, "arc token %s is pending, not waiting at a join", a.Label()))
 		}
 		fired = e.retry(a)
 		if !a.Process.inLoop {
@@ -836,7 +838,7 @@ func (e *Engine) ReevaluateDelayedToken(t *NodeToken) error {
 	return e.run(func() {
 		e.checkCompletable(t)
 		if t.GuardAction != Delay {
-			e.Fail(refuse(ErrNotDelayed, "node token %d (%s) is not delayed", t.ID, t.Node.QualifiedName()))
+			e.Fail(refuse(ErrNotDelayed, "node token %s is not delayed", t.Label()))
 		}
 		e.removeActive(t)
 		p := t.Process
@@ -1011,6 +1013,11 @@ func (e *Engine) RemoveProcessListener(p *Process, name string, types ...EventTy
 // without producing an arc token: each arc token of its sets waiting at a
 // tokenSet join is tried again.
 func (e *Engine) retryTokenSetDeadEnd(t *NodeToken) {
+	if e.backtracking {
+		// A token completed by a backtrack is undone, not ended: its
+		// member runs again from the backtrack's new token.
+		return
+	}
 	p := t.Process
 	for _, m := range t.Sets {
 		for _, a := range p.ArcTokens {
