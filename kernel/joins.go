@@ -18,6 +18,9 @@ const (
 	JoinComplete
 	// JoinMerge adds the arc tokens as parents of an existing node token.
 	JoinMerge
+	// joinCompleteOne is the or join's JoinComplete with the arriving arc
+	// token alone, without a slice to carry it.
+	joinCompleteOne
 )
 
 // JoinResult is a join strategy's decision.
@@ -44,7 +47,7 @@ func (f JoinFunc) Join(e *Engine, a *ArcToken) (JoinResult, error) { return f(e,
 type orJoin struct{}
 
 func (orJoin) Join(_ *Engine, a *ArcToken) (JoinResult, error) {
-	return JoinResult{Action: JoinComplete, ArcTokens: []*ArcToken{a}}, nil
+	return JoinResult{Action: joinCompleteOne}, nil
 }
 
 // andJoin waits for a token on every input arc (label: every input arc with

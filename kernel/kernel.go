@@ -331,12 +331,7 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 	}
 	t.Env = inheritEnv(parents)
 	for _, a := range parents {
-		for _, m := range a.Sets {
-			if containsSet(terminating, m.Set) || hasSet(t.Sets, m.Set) {
-				continue
-			}
-			t.Sets = append(t.Sets, m)
-		}
+		t.Sets = appendMemberships(t.Sets, a, terminating)
 	}
 	p.NodeTokens = append(p.NodeTokens, t)
 	p.Dirty = true
@@ -368,6 +363,18 @@ func inheritEnv(parents []*ArcToken) *Env {
 		env.Import(a.Parent.Env)
 	}
 	return env
+}
+
+// appendMemberships adds the memberships of arc token a that are not in
+// the terminating sets and not in ms already.
+func appendMemberships(ms []Membership, a *ArcToken, terminating []*TokenSet) []Membership {
+	for _, m := range a.Sets {
+		if containsSet(terminating, m.Set) || hasSet(ms, m.Set) {
+			continue
+		}
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 func containsSet(sets []*TokenSet, s *TokenSet) bool {
@@ -553,7 +560,11 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 	e.removeActive(t)
 	e.markComplete(t)
 	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
-	if exits > 0 && t.Children == nil {
+	switch {
+	case t.Children != nil:
+	case exits == 1:
+		t.Children = t.child1[:0:1]
+	case exits > 1:
 		t.Children = make([]*ArcToken, 0, exits)
 	}
 	for _, arc := range out {
@@ -649,6 +660,9 @@ func (e *Engine) retry(a *ArcToken) bool {
 	case JoinComplete:
 		e.completeJoin(a.Arc.To, res)
 		return true
+	case joinCompleteOne:
+		e.completeOne(a)
+		return true
 	case JoinMerge:
 		e.merge(res)
 		return true
@@ -666,6 +680,20 @@ func (e *Engine) completeJoin(n *graph.Node, res JoinResult) {
 	for _, a := range res.ArcTokens {
 		e.completeArc(a, t)
 	}
+	e.executeNode(t)
+}
+
+// completeOne creates the node token of an or join: the arriving arc token
+// is its only parent, kept inline.
+func (e *Engine) completeOne(a *ArcToken) {
+	p := a.Process
+	t := e.newNodeToken(p, a.Arc.To, nil, Forward, nil)
+	t.parent1[0] = a
+	t.Parents = t.parent1[:1:1]
+	t.Env = inheritEnv(t.Parents)
+	t.Sets = appendMemberships(t.Sets, a, nil)
+	e.fire(p, NodeTokenCreated, t, nil, nil, 0)
+	e.completeArc(a, t)
 	e.executeNode(t)
 }
 

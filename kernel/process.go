@@ -129,7 +129,9 @@ type NodeToken struct {
 	DelayUntil  time.Time
 	DelayCount  int
 
-	active bool
+	active  bool
+	parent1 [1]*ArcToken // backing of Parents when there is one parent
+	child1  [1]*ArcToken // backing of Children when there is one child
 }
 
 // ArcToken is a token on an arc, between the node token it left and the
