@@ -1,0 +1,392 @@
+package veena
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+
+	"github.com/veena-wf/veena/internal/snapshot"
+	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/store"
+)
+
+// StartProcess starts a process of a definition version (0: the latest)
+// and runs it until every token waits or it ends.
+func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, error) {
+	g, err := e.definitionGraph(ctx, req.Definition, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	env, err := envOf(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	for k := range req.Context {
+		if k == "" {
+			return nil, invalid("a context key must not be empty")
+		}
+	}
+	return e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+		p, err := ke.Start(g, env)
+		if err != nil {
+			return nil, err
+		}
+		t.root = p
+		if len(req.Context) > 0 {
+			t.context[p.ID] = maps.Clone(req.Context)
+		}
+		return p, nil
+	})
+}
+
+// onProcess runs a command on the tree holding process id.
+func (e *Engine) onProcess(ctx context.Context, id, key string, fn func(ke *kernel.Engine, t *tree, p *kernel.Process) (*kernel.Process, error)) (*Process, error) {
+	root, err := e.rootOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.command(ctx, root, key, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+		p := t.root.Find(id)
+		if p == nil {
+			return nil, notFound("process %s", id)
+		}
+		return fn(ke, t, p)
+	})
+}
+
+// onNodeToken runs a command on the tree holding node token id.
+func (e *Engine) onNodeToken(ctx context.Context, id, key string, fn func(ke *kernel.Engine, t *tree, tok *kernel.NodeToken) (*kernel.Process, error)) (*Process, error) {
+	pid, idx, err := parseTokenID(id, 'n')
+	if err != nil {
+		return nil, err
+	}
+	return e.onProcess(ctx, pid, key, func(ke *kernel.Engine, t *tree, p *kernel.Process) (*kernel.Process, error) {
+		if idx >= len(p.NodeTokens) {
+			return nil, notFound("node token %q", id)
+		}
+		return fn(ke, t, p.NodeTokens[idx])
+	})
+}
+
+// Process returns a process.
+func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
+	row, err := e.store.Process(ctx, id)
+	if err != nil {
+		return nil, storeError("read process", err)
+	}
+	return processRow(row)
+}
+
+// Processes lists processes by ID, filtered.
+func (e *Engine) Processes(ctx context.Context, f ProcessFilter) (*ProcessPage, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	sf := store.Filter{Definition: f.Definition, State: f.State, After: f.After, Limit: limit + 1}
+	if f.State != "" {
+		if _, ok := kernel.ParseState(f.State); !ok {
+			return nil, invalid("unknown process state %q", f.State)
+		}
+	}
+	if f.ParentToken != "" {
+		pid, idx, err := parseTokenID(f.ParentToken, 'n')
+		if err != nil {
+			return &ProcessPage{Items: []Process{}}, nil
+		}
+		sf.Parent, sf.ParentToken = pid, idx
+	}
+	rows, err := e.store.Processes(ctx, sf)
+	if err != nil {
+		return nil, storeError("list processes", err)
+	}
+	page := &ProcessPage{Items: make([]Process, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			page.Next = rows[i-1].ID
+			break
+		}
+		p, err := processRow(r)
+		if err != nil {
+			return nil, err
+		}
+		page.Items = append(page.Items, *p)
+	}
+	return page, nil
+}
+
+// CancelProcess cancels an executing process and the nested processes its
+// active tokens started.
+func (e *Engine) CancelProcess(ctx context.Context, id string, idempotencyKey string) (*Process, error) {
+	return e.onProcess(ctx, id, idempotencyKey, func(ke *kernel.Engine, _ *tree, p *kernel.Process) (*kernel.Process, error) {
+		return p, ke.Cancel(p)
+	})
+}
+
+// decodeOne reads one committed process with its tokens (without its
+// nested processes).
+func (e *Engine) decodeOne(ctx context.Context, id string) (*kernel.Process, error) {
+	row, err := e.store.Process(ctx, id)
+	if err != nil {
+		return nil, storeError("read process", err)
+	}
+	return snapshot.Decode(row, e.graphs(ctx))
+}
+
+// Tokens returns a process's whole token history.
+func (e *Engine) Tokens(ctx context.Context, processID string) (*TokenHistory, error) {
+	p, err := e.decodeOne(ctx, processID)
+	if err != nil {
+		return nil, err
+	}
+	return historyOf(p), nil
+}
+
+// Events returns up to limit events of a process after seq afterSeq, in
+// the order they fired (limit <= 0: all).
+func (e *Engine) Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]Event, error) {
+	if _, err := e.store.Process(ctx, processID); err != nil {
+		return nil, storeError("read process", err)
+	}
+	evs, err := e.store.Events(ctx, processID, afterSeq, limit)
+	if err != nil {
+		return nil, storeError("read events", err)
+	}
+	out := make([]Event, len(evs))
+	for i, ev := range evs {
+		out[i] = apiEvent(ev)
+	}
+	return out, nil
+}
+
+// ProcessEnv returns the persistent attributes of a process.
+func (e *Engine) ProcessEnv(ctx context.Context, id string) (map[string]Value, error) {
+	p, err := e.Process(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return p.Env, nil
+}
+
+// PatchProcessEnv merges attributes into a process's environment (a nil
+// value removes one) and returns the result.
+func (e *Engine) PatchProcessEnv(ctx context.Context, id string, patch map[string]any) (map[string]Value, error) {
+	vals, err := valuesOf(patch)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.onProcess(ctx, id, "", func(_ *kernel.Engine, _ *tree, p *kernel.Process) (*kernel.Process, error) {
+		applyPatch(p.Env, vals)
+		p.Dirty = true
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p.Env, nil
+}
+
+func applyPatch(env *kernel.Env, vals map[string]*Value) {
+	for k, v := range vals {
+		if v == nil {
+			env.Remove(k)
+		} else {
+			env.Set(k, *v)
+		}
+	}
+}
+
+// NodeToken returns a node token.
+func (e *Engine) NodeToken(ctx context.Context, id string) (*NodeToken, error) {
+	pid, idx, err := parseTokenID(id, 'n')
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.decodeOne(ctx, pid)
+	if err != nil {
+		if Code(err) == ErrNotFound.Code {
+			return nil, notFound("node token %q", id)
+		}
+		return nil, err
+	}
+	if idx >= len(p.NodeTokens) {
+		return nil, notFound("node token %q", id)
+	}
+	t := nodeTokenOf(p.NodeTokens[idx])
+	return &t, nil
+}
+
+// CompleteToken completes an active node token and runs its process on;
+// it returns the token's process afterwards.
+func (e *Engine) CompleteToken(ctx context.Context, id string, req CompleteRequest) (*Process, error) {
+	vals, err := valuesOf(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if req.Arcs != nil {
+		names = make([]string, len(req.Arcs))
+		for i, a := range req.Arcs {
+			if a != nil {
+				names[i] = *a
+			}
+		}
+	}
+	var setEnv *kernel.Env
+	var memberEnv map[string][]Value
+	if ts := req.TokenSet; ts != nil {
+		if len(names) > 1 {
+			return nil, invalid("a completion with a token set takes one arc name, not %d", len(names))
+		}
+		if setEnv, err = envOf(ts.Env); err != nil {
+			return nil, err
+		}
+		memberEnv = map[string][]Value{}
+		for k, xs := range ts.MemberEnv {
+			for i, x := range xs {
+				v, err := kernel.ValueOf(x)
+				if x != nil && err != nil {
+					return nil, invalid("member attribute %q[%d]: %v", k, i, err)
+				}
+				memberEnv[k] = append(memberEnv[k], v)
+			}
+		}
+	}
+	return e.onNodeToken(ctx, id, req.IdempotencyKey, func(ke *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
+		p := t.Process
+		if p.State != kernel.Executing {
+			return nil, &kernel.Error{Code: kernel.ErrProcessNotExecuting.Code, Msg: fmt.Sprintf("process %s is %s, not executing", p.ID, p.State)}
+		}
+		if t.Complete {
+			return nil, &kernel.Error{Code: kernel.ErrTokenComplete.Code, Msg: fmt.Sprintf("node token %s is already complete", id)}
+		}
+		if len(vals) > 0 {
+			for k, v := range vals {
+				if v == nil {
+					t.FullEnv().Remove(k)
+				} else {
+					t.SetAttr(k, *v)
+				}
+			}
+		}
+		if ts := req.TokenSet; ts != nil {
+			arc := ""
+			if len(names) == 1 {
+				arc = names[0]
+			}
+			_, err := ke.CompleteWithNewTokenSet(t, arc, ts.Name, ts.Count, setEnv, memberEnv)
+			return p, err
+		}
+		return p, ke.Complete(t, names...)
+	})
+}
+
+// Backtrack returns a process to one of its completed node tokens.
+func (e *Engine) Backtrack(ctx context.Context, tokenID string, idempotencyKey string) (*Process, error) {
+	return e.onNodeToken(ctx, tokenID, idempotencyKey, func(ke *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
+		_, err := ke.Backtrack(t)
+		return t.Process, err
+	})
+}
+
+// TokenEnv returns the persistent attributes of a node token's own environment.
+func (e *Engine) TokenEnv(ctx context.Context, id string) (map[string]Value, error) {
+	t, err := e.NodeToken(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return t.Env, nil
+}
+
+// PatchTokenEnv merges attributes into a node token's own environment (a
+// nil value removes one) and returns the result.
+func (e *Engine) PatchTokenEnv(ctx context.Context, id string, patch map[string]any) (map[string]Value, error) {
+	vals, err := valuesOf(patch)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]Value
+	_, err = e.onNodeToken(ctx, id, "", func(_ *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
+		for k, v := range vals {
+			if v == nil {
+				t.FullEnv().Remove(k)
+			} else {
+				t.SetAttr(k, *v)
+			}
+		}
+		t.Process.Dirty = true
+		out = t.Env.Map()
+		return t.Process, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SendEvent delivers an event to the one executing process whose context
+// holds every pair of match: env is merged into the process environment
+// and its active token on the node called name (or, with name "", its only
+// active token) is completed. No matching process is not_found, several
+// are conflict; no or several matching tokens likewise.
+func (e *Engine) SendEvent(ctx context.Context, match map[string]string, name string, env map[string]any) (*Process, error) {
+	if len(match) == 0 {
+		return nil, invalid("an event needs at least one context pair to match")
+	}
+	vals, err := valuesOf(env)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := e.store.FindByContext(ctx, match, 2)
+	if err != nil {
+		return nil, storeError("find process by context", err)
+	}
+	switch len(ids) {
+	case 0:
+		return nil, notFound("executing process with context %v", sortedPairs(match))
+	case 1:
+	default:
+		return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("more than one executing process has context %v", sortedPairs(match))}
+	}
+	return e.onProcess(ctx, ids[0], "", func(ke *kernel.Engine, t *tree, p *kernel.Process) (*kernel.Process, error) {
+		if p.State != kernel.Executing {
+			return nil, notFound("executing process with context %v", sortedPairs(match))
+		}
+		var found []*kernel.NodeToken
+		p.Walk(func(q *kernel.Process) {
+			if q.State != kernel.Executing {
+				return
+			}
+			for _, tok := range q.NodeTokens {
+				if tok.Active() && !tok.Complete && tok.GuardAction == kernel.Accept && (name == "" || tok.Node.Name == name) {
+					found = append(found, tok)
+				}
+			}
+		})
+		what := "an active token"
+		if name != "" {
+			what = fmt.Sprintf("an active token on node %q", name)
+		}
+		switch len(found) {
+		case 0:
+			return nil, notFound("process %s: %s", p.ID, what)
+		case 1:
+		default:
+			return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("process %s has %d candidates for %s", p.ID, len(found), what)}
+		}
+		applyPatch(p.Env, vals)
+		p.Dirty = true
+		return p, ke.Complete(found[0])
+	})
+}
+
+func sortedPairs(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,633 @@
+// Package bench is Veena's load generator (veena bench): it runs client
+// workloads against engines on SQLite and PostgreSQL and reports
+// processes/s, commands/s, command latency, transactions per process and,
+// for comparison, the raw rate of one-row committed inserts at the same
+// concurrency on the same database.
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "modernc.org/sqlite"
+
+	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/store/pgstore"
+	"github.com/veena-wf/veena/store/sqlitestore"
+)
+
+// Config says what to measure. Zero values take the defaults given.
+type Config struct {
+	// Targets are the databases: "sqlite-full", "sqlite-normal" (SQLite with
+	// synchronous FULL or NORMAL), "postgres", "memory". Default: the first three.
+	Targets []string
+	// Workloads: "wait" (a one-wait-node process started and completed by
+	// the client), "auto10" (ten automatic nodes), "split10" (a split into
+	// ten waiting branches, each completed by the client, and a join).
+	// Default: all three.
+	Workloads []string
+	// Concurrency is the number of clients (default 16).
+	Concurrency int
+	// Duration is how long each run measures (default 5 s).
+	Duration time.Duration
+	// Engines are the numbers of engines sharing the PostgreSQL database
+	// (default 1 and 3). Each engine has its own connection pool and cache,
+	// so they coordinate through the database only, as separate engine
+	// processes do.
+	Engines []int
+	// GroupCommit are the modes to measure: false commits every command on
+	// its own, true lets concurrent commands share commits (SQLite's writer
+	// batches; on PostgreSQL, pgstore.Options.GroupCommit). Default: both.
+	GroupCommit []bool
+	// Dir holds the SQLite files (default: a new temporary directory,
+	// removed afterwards).
+	Dir string
+	// PostgresURL is the server (default: $VEENA_TEST_POSTGRES or the local
+	// test database). Each run uses a new schema, dropped afterwards.
+	PostgresURL string
+	// Parked is the number of processes waiting in the database before a
+	// run starts (written in bulk; default 0).
+	Parked int
+}
+
+// Result is one measured run.
+type Result struct {
+	Workload     string        `json:"workload"`
+	Target       string        `json:"target"`
+	Engines      int           `json:"engines"`
+	GroupCommit  bool          `json:"groupCommit"`
+	Concurrency  int           `json:"concurrency"`
+	Parked       int           `json:"parked"`
+	Processes    int64         `json:"processes"`
+	Commands     int64         `json:"commands"`
+	Errors       int64         `json:"errors"`
+	Elapsed      time.Duration `json:"elapsed"`
+	ProcessesPS  float64       `json:"processesPerSecond"`
+	CommandsPS   float64       `json:"commandsPerSecond"`
+	P50          time.Duration `json:"p50"`
+	P99          time.Duration `json:"p99"`
+	TxPerProcess float64       `json:"transactionsPerProcess"`
+	RawCommitsPS float64       `json:"rawCommitsPerSecond"`
+}
+
+// Report is every result of a Run.
+type Report struct {
+	Results []Result `json:"results"`
+}
+
+// WriteTable prints the report as a table.
+func (r Report) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\ttarget\tengines\tgroup\tclients\tparked\tprocesses/s\tcommands/s\tp50\tp99\ttx/process\traw commits/s\tcmd/raw\t")
+	for _, x := range r.Results {
+		ratio := 0.0
+		if x.RawCommitsPS > 0 {
+			ratio = x.CommandsPS / x.RawCommitsPS
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.0f\t%.2f\t\n",
+			x.Workload, x.Target, x.Engines, x.GroupCommit, x.Concurrency, x.Parked, x.ProcessesPS, x.CommandsPS,
+			round(x.P50), round(x.P99), x.TxPerProcess, x.RawCommitsPS, ratio)
+	}
+	tw.Flush()
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}
+
+func (c *Config) defaults() {
+	if len(c.Targets) == 0 {
+		c.Targets = []string{"sqlite-full", "sqlite-normal", "postgres"}
+	}
+	if len(c.Workloads) == 0 {
+		c.Workloads = []string{"wait", "auto10", "split10"}
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 16
+	}
+	if c.Duration <= 0 {
+		c.Duration = 5 * time.Second
+	}
+	if len(c.Engines) == 0 {
+		c.Engines = []int{1, 3}
+	}
+	if len(c.GroupCommit) == 0 {
+		c.GroupCommit = []bool{false, true}
+	}
+	if c.PostgresURL == "" {
+		c.PostgresURL = os.Getenv("VEENA_TEST_POSTGRES")
+	}
+	if c.PostgresURL == "" {
+		c.PostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+}
+
+// Run measures every combination of the configuration, printing progress
+// to progress (which may be nil), and returns the results.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
+	cfg.defaults()
+	if progress == nil {
+		progress = io.Discard
+	}
+	for _, w := range cfg.Workloads {
+		if _, ok := workloads[w]; !ok {
+			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, auto10 or split10)", w)
+		}
+	}
+	if cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "veena-bench-")
+		if err != nil {
+			return Report{}, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.Dir = dir
+	}
+	var rep Report
+	for _, target := range cfg.Targets {
+		var setups []setup
+		switch target {
+		case "sqlite-full", "sqlite-normal":
+			for _, g := range cfg.GroupCommit {
+				setups = append(setups, setup{target: target, engines: 1, group: g})
+			}
+		case "postgres":
+			for _, g := range cfg.GroupCommit {
+				for _, n := range cfg.Engines {
+					setups = append(setups, setup{target: target, engines: n, group: g})
+				}
+			}
+		case "memory":
+			setups = append(setups, setup{target: target, engines: 1})
+		default:
+			return rep, fmt.Errorf("bench: unknown target %q (want sqlite-full, sqlite-normal, postgres or memory)", target)
+		}
+		for _, s := range setups {
+			for _, w := range cfg.Workloads {
+				res, err := runOne(ctx, cfg, s, w, progress)
+				if err != nil {
+					return rep, fmt.Errorf("bench %s on %s: %w", w, s.target, err)
+				}
+				rep.Results = append(rep.Results, res)
+				if err := ctx.Err(); err != nil {
+					return rep, err
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+type setup struct {
+	target  string
+	engines int
+	group   bool
+}
+
+// database is what a run opened: the engines, how to count commits, how
+// to measure raw inserts, and how to clean up.
+type database struct {
+	engines []*veena.Engine
+	commits func() int64
+	raw     func(ctx context.Context, clients int, d time.Duration) (float64, error)
+	park    func(ctx context.Context, e *veena.Engine, n int) error
+	close   func()
+}
+
+func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*database, error) {
+	db := &database{}
+	switch s.target {
+	case "memory":
+		e, err := veena.Open(ctx, veena.Options{})
+		if err != nil {
+			return nil, err
+		}
+		db.engines = []*veena.Engine{e}
+		db.close = func() { e.Close() }
+	case "sqlite-full", "sqlite-normal":
+		sync := "FULL"
+		if s.target == "sqlite-normal" {
+			sync = "NORMAL"
+		}
+		path := filepath.Join(cfg.Dir, name+".db")
+		batch := 1
+		if s.group {
+			batch = 256
+		}
+		st, err := sqlitestore.Open(path, sqlitestore.Options{Synchronous: sync, MaxBatch: batch})
+		if err != nil {
+			return nil, err
+		}
+		e, err := veena.Open(ctx, veena.Options{Store: st, CacheSize: 1 << 16})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		db.engines = []*veena.Engine{e}
+		db.commits = func() int64 { _, c := st.Stats(); return c }
+		db.raw = func(ctx context.Context, clients int, d time.Duration) (float64, error) {
+			return rawSQLite(ctx, path, sync, clients, d)
+		}
+		db.park = func(ctx context.Context, e *veena.Engine, n int) error { return parkSQLite(ctx, e, path, n) }
+		db.close = func() {
+			e.Close()
+			for _, f := range []string{".db", ".db-wal", ".db-shm", "-raw.db", "-raw.db-wal", "-raw.db-shm"} {
+				os.Remove(filepath.Join(cfg.Dir, name+f))
+			}
+		}
+	case "postgres":
+		schema := "veena_bench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		var stores []*pgstore.Store
+		var closers []func()
+		db.close = func() {
+			for _, c := range closers {
+				c()
+			}
+			if pool, err := pgxpool.New(context.Background(), cfg.PostgresURL); err == nil {
+				pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+				pool.Close()
+			}
+		}
+		conns := int32(cfg.Concurrency/s.engines + 4)
+		for range s.engines {
+			opts := pgstore.Options{Schema: schema, MaxConns: conns}
+			if s.group {
+				opts.GroupCommit = 64
+			}
+			st, err := pgstore.Open(ctx, cfg.PostgresURL, opts)
+			if err != nil {
+				db.close()
+				return nil, err
+			}
+			e, err := veena.Open(ctx, veena.Options{Store: st, CacheSize: 1 << 16})
+			if err != nil {
+				st.Close()
+				db.close()
+				return nil, err
+			}
+			stores = append(stores, st)
+			closers = append(closers, func() { e.Close() })
+			db.engines = append(db.engines, e)
+			if len(stores) == 1 {
+				pool := st.Pool()
+				db.raw = func(ctx context.Context, clients int, d time.Duration) (float64, error) {
+					return rawPostgres(ctx, pool, clients, d)
+				}
+				db.park = func(ctx context.Context, e *veena.Engine, n int) error { return parkPostgres(ctx, e, pool, n) }
+			}
+		}
+		db.commits = func() int64 {
+			var n int64
+			for _, st := range stores {
+				_, c := st.Stats()
+				n += c
+			}
+			return n
+		}
+	}
+	return db, nil
+}
+
+func runOne(ctx context.Context, cfg Config, s setup, workload string, progress io.Writer) (Result, error) {
+	name := fmt.Sprintf("%s-%s-e%d-g%v", workload, s.target, s.engines, s.group)
+	label := fmt.Sprintf("%s on %s (engines %d, group commit %v, %d clients)", workload, s.target, s.engines, s.group, cfg.Concurrency)
+	fmt.Fprintf(progress, "== %s\n", label)
+	db, err := openDatabase(ctx, cfg, s, name)
+	if err != nil {
+		return Result{}, err
+	}
+	defer db.close()
+	w := workloads[workload]
+	for _, e := range db.engines {
+		if _, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati"); err != nil {
+			return Result{}, err
+		}
+	}
+	res := Result{Workload: workload, Target: s.target, Engines: s.engines, GroupCommit: s.group, Concurrency: cfg.Concurrency, Parked: cfg.Parked}
+	if cfg.Parked > 0 {
+		if db.park == nil {
+			return Result{}, fmt.Errorf("parking processes is not supported on %s", s.target)
+		}
+		fmt.Fprintf(progress, "   parking %d processes …\n", cfg.Parked)
+		t := time.Now()
+		if err := db.park(ctx, db.engines[0], cfg.Parked); err != nil {
+			return Result{}, fmt.Errorf("park processes: %w", err)
+		}
+		fmt.Fprintf(progress, "   parked in %v\n", time.Since(t).Round(time.Millisecond))
+	}
+
+	// Warm up briefly, then measure.
+	runClients(ctx, db.engines, w, cfg.Concurrency, 300*time.Millisecond, nil)
+	commits0 := int64(0)
+	if db.commits != nil {
+		commits0 = db.commits()
+	}
+	var live liveCounters
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() {
+		defer pwg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(progress, "   %4.0fs  %8d processes  %9d commands  %8.0f commands/s\n",
+					el, live.processes.Load(), live.commands.Load(), float64(live.commands.Load())/el)
+			}
+		}
+	}()
+	t := time.Now()
+	lat, errs := runClients(ctx, db.engines, w, cfg.Concurrency, cfg.Duration, &live)
+	res.Elapsed = time.Since(t)
+	close(stop)
+	pwg.Wait()
+	res.Processes, res.Commands, res.Errors = live.processes.Load(), live.commands.Load(), errs
+	secs := res.Elapsed.Seconds()
+	res.ProcessesPS, res.CommandsPS = float64(res.Processes)/secs, float64(res.Commands)/secs
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		res.P50 = lat[len(lat)/2]
+		res.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	if db.commits != nil && res.Processes > 0 {
+		res.TxPerProcess = float64(db.commits()-commits0) / float64(res.Processes)
+	}
+	if db.raw != nil {
+		raw, err := db.raw(ctx, cfg.Concurrency, min(cfg.Duration, 3*time.Second))
+		if err != nil {
+			return res, fmt.Errorf("raw inserts: %w", err)
+		}
+		res.RawCommitsPS = raw
+	}
+	fmt.Fprintf(progress, "   %.0f processes/s, %.0f commands/s, p50 %s, p99 %s, %.2f tx/process, raw %.0f commits/s, %d errors\n",
+		res.ProcessesPS, res.CommandsPS, round(res.P50), round(res.P99), res.TxPerProcess, res.RawCommitsPS, res.Errors)
+	if res.Errors > 0 && res.Commands == 0 {
+		return res, errors.New("every command failed")
+	}
+	return res, nil
+}
+
+type liveCounters struct {
+	processes, commands atomic.Int64
+}
+
+// runClients runs clients until d has passed and returns every command's
+// latency and the number of failed processes.
+func runClients(ctx context.Context, engines []*veena.Engine, w workload, clients int, d time.Duration, live *liveCounters) ([]time.Duration, int64) {
+	if live == nil {
+		live = &liveCounters{}
+	}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var all []time.Duration
+	var errs atomic.Int64
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := engines[c%len(engines)]
+			lat := make([]time.Duration, 0, 4096)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				n, err := w.run(ctx, e, &lat)
+				live.commands.Add(int64(n))
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				live.processes.Add(1)
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return all, errs.Load()
+}
+
+type workload struct {
+	name string
+	xml  string
+	// waits is the number of waiting tokens the client completes, in
+	// token order, after the start.
+	waits int
+}
+
+var workloads = map[string]workload{
+	"wait":    {name: "bench-wait", xml: waitXML, waits: 1},
+	"auto10":  {name: "bench-auto10", xml: auto10XML, waits: 0},
+	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
+}
+
+// run drives one process: start, then complete its waiting tokens (node
+// tokens 1..waits, which the start leaves waiting).
+func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration) (int, error) {
+	t := time.Now()
+	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: w.name, Env: map[string]any{"client": "bench"}})
+	*lat = append(*lat, time.Since(t))
+	if err != nil {
+		return 1, err
+	}
+	n := 1
+	for i := 1; i <= w.waits; i++ {
+		t := time.Now()
+		p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i), veena.CompleteRequest{})
+		*lat = append(*lat, time.Since(t))
+		n++
+		if err != nil {
+			return n, err
+		}
+	}
+	if p.State != "completed" {
+		return n, fmt.Errorf("process %s is %s after the workload", p.ID, p.State)
+	}
+	return n, nil
+}
+
+const waitXML = `<?xml version="1.0"?>
+<process-definition name="bench-wait" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="start" isStart="true"><arc to="task"/></node>
+  <node name="task" type="wait"><arc to="end"/></node>
+  <node name="end"/>
+</process-definition>
+`
+
+var auto10XML = func() string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?>
+<process-definition name="bench-auto10" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+`)
+	for i := 1; i <= 10; i++ {
+		start := ""
+		if i == 1 {
+			start = ` isStart="true"`
+		}
+		arc := ""
+		if i < 10 {
+			arc = fmt.Sprintf(`<arc to="n%d"/>`, i+1)
+		}
+		fmt.Fprintf(&b, "  <node name=\"n%d\"%s>%s</node>\n", i, start, arc)
+	}
+	b.WriteString("</process-definition>\n")
+	return b.String()
+}()
+
+var split10XML = func() string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?>
+<process-definition name="bench-split10" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="start" isStart="true">`)
+	for i := range 10 {
+		fmt.Fprintf(&b, `<arc to="b%d"/>`, i)
+	}
+	b.WriteString("</node>\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "  <node name=\"b%d\" type=\"wait\"><arc to=\"join\"/></node>\n", i)
+	}
+	b.WriteString(`  <node name="join" joinType="and"><arc to="end"/></node>
+  <node name="end"/>
+</process-definition>
+`)
+	return b.String()
+}()
+
+// rawSQLite measures one-row committed inserts from clients goroutines
+// into the same SQLite file, with the same settings. SQLite has one writer,
+// so the clients share one connection (queueing for it in database/sql):
+// that is the fastest way to commit rows one at a time.
+func rawSQLite(ctx context.Context, path, sync string, clients int, d time.Duration) (float64, error) {
+	q := url.Values{}
+	q.Set("_busy_timeout", "30000")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", sync)
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS raw (id INTEGER PRIMARY KEY, client INTEGER, payload TEXT)`); err != nil {
+		return 0, err
+	}
+	return rawLoop(ctx, clients, d, func(ctx context.Context, c, i int) error {
+		_, err := db.ExecContext(ctx, `INSERT INTO raw (client, payload) VALUES (?, ?)`, c, "x")
+		return err
+	})
+}
+
+// rawPostgres measures one-row committed inserts on the same server.
+func rawPostgres(ctx context.Context, pool *pgxpool.Pool, clients int, d time.Duration) (float64, error) {
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (id BIGSERIAL PRIMARY KEY, client INTEGER, payload TEXT)`); err != nil {
+		return 0, err
+	}
+	return rawLoop(ctx, clients, d, func(ctx context.Context, c, i int) error {
+		_, err := pool.Exec(ctx, `INSERT INTO bench_raw (client, payload) VALUES ($1, $2)`, c, "x")
+		return err
+	})
+}
+
+func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx context.Context, c, i int) error) (float64, error) {
+	deadline := time.Now().Add(d)
+	var n atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	t := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				if err := insert(ctx, c, i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / time.Since(t).Seconds(), firstErr
+}
+
+// parkPostgres fills the database with n waiting processes: it starts one
+// process of bench-wait and copies its rows (process and events) n times
+// in bulk.
+func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n int) error {
+	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "bench-wait"})
+	if err != nil {
+		return err
+	}
+	const chunk = 100000
+	for from := 1; from <= n; from += chunk {
+		to := min(n, from+chunk-1)
+		_, err := pool.Exec(ctx, `INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version)
+			SELECT 'parked-' || g, 'parked-' || g, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version
+			FROM processes, generate_series($2::int, $3::int) AS g WHERE id = $1`, p.ID, from, to)
+		if err != nil {
+			return err
+		}
+		_, err = pool.Exec(ctx, `INSERT INTO events (process_id, seq, last_seq, data)
+			SELECT 'parked-' || g, seq, last_seq, data
+			FROM events, generate_series($2::int, $3::int) AS g WHERE process_id = $1`, p.ID, from, to)
+		if err != nil {
+			return err
+		}
+	}
+	_, err = pool.Exec(ctx, `ANALYZE processes; ANALYZE events`)
+	return err
+}
+
+// parkSQLite does the same on SQLite, through a second connection.
+func parkSQLite(ctx context.Context, e *veena.Engine, path string, n int) error {
+	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "bench-wait"})
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=60000")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	const chunk = 100000
+	for from := 1; from <= n; from += chunk {
+		to := min(n, from+chunk-1)
+		series := `WITH RECURSIVE g(x) AS (SELECT ? UNION ALL SELECT x + 1 FROM g WHERE x < ?)`
+		if _, err := db.ExecContext(ctx, series+` INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version)
+			SELECT 'parked-' || x, 'parked-' || x, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version
+			FROM processes, g WHERE id = ?`, from, to, p.ID); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, series+` INSERT INTO events (process_id, seq, last_seq, data)
+			SELECT 'parked-' || x, seq, last_seq, data FROM events, g WHERE process_id = ?`, from, to, p.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

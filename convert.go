@@ -1,0 +1,224 @@
+package veena
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/veena-wf/veena/graph"
+	"github.com/veena-wf/veena/internal/snapshot"
+	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/store"
+)
+
+func jsonMarshal(v any) ([]byte, error)        { return json.Marshal(v) }
+func jsonUnmarshal(b []byte, v any) error      { return json.Unmarshal(b, v) }
+func nodeTokenID(process string, i int) string { return process + ".n" + strconv.Itoa(i) }
+func arcTokenID(process string, i int) string  { return process + ".a" + strconv.Itoa(i) }
+
+// parseTokenID splits a token id into its process id and index; kind is
+// 'n' for node tokens and 'a' for arc tokens.
+func parseTokenID(id string, kind byte) (string, int, error) {
+	i := strings.LastIndexByte(id, '.')
+	if i <= 0 || i+2 > len(id) || id[i+1] != kind {
+		return "", 0, notFound("node token %q", id)
+	}
+	n, err := strconv.Atoi(id[i+2:])
+	if err != nil || n < 0 || strconv.Itoa(n) != id[i+2:] {
+		return "", 0, notFound("node token %q", id)
+	}
+	return id[:i], n, nil
+}
+
+func notFound(format string, args ...any) error {
+	return &kernel.Error{Code: ErrNotFound.Code, Msg: fmt.Sprintf(format, args...) + " not found"}
+}
+
+func invalid(format string, args ...any) error {
+	return &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf(format, args...)}
+}
+
+func definitionOf(g *graph.Graph) *Definition {
+	d := &Definition{Name: g.Name, Version: g.Version, Format: g.Format, Hash: g.Hash, CreatedAt: g.CreatedAt,
+		Nodes: make([]Node, len(g.Nodes)), Arcs: make([]Arc, len(g.Arcs))}
+	for i, n := range g.Nodes {
+		d.Nodes[i] = Node{Name: n.Name, External: n.ExternalName(), Type: n.Type, Start: n.IsStart,
+			Join: string(n.Join), JoinParam: n.JoinParam, Guard: n.Guard}
+	}
+	for i, a := range g.Arcs {
+		d.Arcs[i] = arcOf(a)
+	}
+	return d
+}
+
+func arcOf(a *graph.Arc) Arc {
+	x := Arc{From: a.From.Name, To: a.To.Name, FromExternal: a.From.ExternalName(), ToExternal: a.To.ExternalName()}
+	if a.Name != "" {
+		name := a.Name
+		x.Name = &name
+	}
+	return x
+}
+
+func envValues(e *kernel.Env) map[string]Value { return e.Map() }
+
+// process renders a kernel process for the API.
+func (e *Engine) process(p *kernel.Process, t *tree) *Process {
+	if p == nil {
+		return nil
+	}
+	out := &Process{ID: p.ID, Definition: p.Graph.Name, Version: p.Graph.Version, State: p.State.String(),
+		Env: envValues(p.Env), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	if p.ParentToken != nil {
+		id := nodeTokenID(p.ParentToken.Process.ID, p.ParentToken.ID)
+		out.ParentToken = &id
+	}
+	if t != nil {
+		if c := t.context[p.ID]; len(c) > 0 {
+			out.Context = c
+		}
+	}
+	return out
+}
+
+// processRow renders a stored process row for the API.
+func processRow(r *store.Process) (*Process, error) {
+	env, err := snapshot.DecodeEnv(r.Env)
+	if err != nil {
+		return nil, err
+	}
+	out := &Process{ID: r.ID, Definition: r.Definition, Version: r.Version, State: r.State, Env: env,
+		Context: r.Context, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if len(out.Context) == 0 {
+		out.Context = nil
+	}
+	if r.Parent != "" && r.ParentToken >= 0 {
+		id := nodeTokenID(r.Parent, r.ParentToken)
+		out.ParentToken = &id
+	}
+	return out, nil
+}
+
+func setRefs(p *kernel.Process, ms []kernel.Membership) []TokenSetRef {
+	out := make([]TokenSetRef, len(ms))
+	for i, m := range ms {
+		out[i] = TokenSetRef{Set: p.ID + ".s" + strconv.Itoa(m.Set.ID), Name: m.Set.Name, Member: m.Member}
+	}
+	return out
+}
+
+func nodeTokenOf(t *kernel.NodeToken) NodeToken {
+	p := t.Process
+	x := NodeToken{ID: nodeTokenID(p.ID, t.ID), Process: p.ID, Node: t.Node.Name, External: t.Node.ExternalName(),
+		Complete: t.Complete, ExecutionType: t.ExecType.String(), TokenSets: setRefs(p, t.Sets),
+		Env: envValues(t.Env), CreatedAt: t.CreatedAt, Parents: []string{}, Children: []string{}}
+	if t.GuardAction != kernel.GuardNone {
+		s := t.GuardAction.String()
+		x.GuardAction = &s
+	}
+	for _, a := range t.Parents {
+		x.Parents = append(x.Parents, arcTokenID(p.ID, a.ID))
+	}
+	for _, a := range t.Children {
+		x.Children = append(x.Children, arcTokenID(p.ID, a.ID))
+	}
+	if t.Complete && !t.CompletedAt.IsZero() {
+		c := t.CompletedAt
+		x.CompletedAt = &c
+	}
+	if t.GuardAction == kernel.Delay && !t.Complete && !t.DelayUntil.IsZero() {
+		d := t.DelayUntil
+		x.DelayUntil = &d
+	}
+	return x
+}
+
+func arcTokenOf(a *kernel.ArcToken) ArcToken {
+	p := a.Process
+	x := ArcToken{ID: arcTokenID(p.ID, a.ID), Process: p.ID, Arc: arcOf(a.Arc), Parent: nodeTokenID(p.ID, a.Parent.ID),
+		Pending: a.Pending, Complete: a.Complete, ExecutionType: a.ExecType.String(), TokenSets: setRefs(p, a.Sets)}
+	if a.Child != nil {
+		c := nodeTokenID(p.ID, a.Child.ID)
+		x.Child = &c
+	}
+	return x
+}
+
+func historyOf(p *kernel.Process) *TokenHistory {
+	h := &TokenHistory{NodeTokens: make([]NodeToken, len(p.NodeTokens)), ArcTokens: make([]ArcToken, len(p.ArcTokens))}
+	for i, t := range p.NodeTokens {
+		h.NodeTokens[i] = nodeTokenOf(t)
+	}
+	for i, a := range p.ArcTokens {
+		h.ArcTokens[i] = arcTokenOf(a)
+	}
+	return h
+}
+
+func storeEvent(ev *kernel.Event) store.Event {
+	x := store.Event{Process: ev.Process.ID, Seq: ev.Seq, Type: ev.Type.String(), NodeToken: -1, ArcToken: -1, At: ev.At}
+	if ev.NodeToken != nil {
+		x.NodeToken = ev.NodeToken.ID
+	}
+	if ev.ArcToken != nil {
+		x.ArcToken = ev.ArcToken.ID
+	}
+	if ev.ArcNames != nil {
+		x.ArcNames = append([]string{}, ev.ArcNames...)
+	}
+	return x
+}
+
+func apiEvent(ev store.Event) Event {
+	x := Event{Seq: ev.Seq, Process: ev.Process, Type: ev.Type, At: ev.At.UTC()}
+	if ev.NodeToken >= 0 {
+		id := nodeTokenID(ev.Process, ev.NodeToken)
+		x.NodeToken = &id
+	}
+	if ev.ArcToken >= 0 {
+		id := arcTokenID(ev.Process, ev.ArcToken)
+		x.ArcToken = &id
+	}
+	if ev.ArcNames != nil {
+		x.ArcNames = make([]*string, len(ev.ArcNames))
+		for i, n := range ev.ArcNames {
+			if n != "" {
+				n := n
+				x.ArcNames[i] = &n
+			}
+		}
+	}
+	return x
+}
+
+// valuesOf converts API attribute values; nil entries are kept as removals.
+func valuesOf(m map[string]any) (map[string]*Value, error) {
+	out := make(map[string]*Value, len(m))
+	for k, x := range m {
+		if x == nil {
+			out[k] = nil
+			continue
+		}
+		v, err := kernel.ValueOf(x)
+		if err != nil {
+			return nil, invalid("attribute %q: %v", k, err)
+		}
+		out[k] = &v
+	}
+	return out, nil
+}
+
+func envOf(m map[string]any) (*kernel.Env, error) {
+	vals, err := valuesOf(m)
+	if err != nil {
+		return nil, err
+	}
+	env := kernel.NewEnv()
+	for k, v := range vals {
+		if v != nil {
+			env.Set(k, *v)
+		}
+	}
+	return env, nil
+}

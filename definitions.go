@@ -1,0 +1,270 @@
+package veena
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/veena-wf/veena/format/wfxml"
+	"github.com/veena-wf/veena/graph"
+	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/store"
+)
+
+// DefinitionError is a definition that failed to load; its code is
+// definition_invalid and LoadError lists every problem with its position.
+type DefinitionError struct {
+	LoadError *graph.LoadError
+}
+
+func (e *DefinitionError) Error() string { return e.LoadError.Error() }
+
+// Unwrap gives both the API sentinel (for Code and errors.Is) and the
+// problems (for errors.As with *graph.LoadError).
+func (e *DefinitionError) Unwrap() []error { return []error{ErrDefinitionInvalid, e.LoadError} }
+
+func definitionError(err error) error {
+	var le *graph.LoadError
+	if errors.As(err, &le) {
+		return &DefinitionError{LoadError: le}
+	}
+	return err
+}
+
+// sniffFormat names the format of a definition file from its content.
+func sniffFormat(src []byte) string {
+	head := src
+	if len(head) > 4096 {
+		head = head[:4096]
+	}
+	trimmed := bytes.TrimSpace(head)
+	switch {
+	case bytes.Contains(head, []byte("process-definition")):
+		return wfxml.Format
+	case bytes.Contains(head, []byte("<pnml")):
+		return "pnml"
+	case bytes.Contains(head, []byte("definitions")) && bytes.HasPrefix(trimmed, []byte("<")):
+		return "bpmn"
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		return "schema"
+	}
+	return wfxml.Format
+}
+
+// compile turns a definition file into a graph, resolving externals to the
+// latest loaded versions.
+func (e *Engine) compile(file string, src []byte, format string) (*graph.Graph, error) {
+	switch format {
+	case wfxml.Format:
+		g, err := wfxml.Load(file, src, e.repo.Latest)
+		if err != nil {
+			return nil, definitionError(err)
+		}
+		return g, nil
+	case "bpmn", "pnml", "schema":
+		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
+	}
+	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
+}
+
+// syncDefinitions adds to the repository the definitions stored since the
+// last sync, replaying them in load order. The caller holds defMu.
+func (e *Engine) syncDefinitions(ctx context.Context) error {
+	defs, err := e.store.Definitions(ctx, e.defSeq)
+	if err != nil {
+		return storeError("read definitions", err)
+	}
+	for _, d := range defs {
+		g, err := e.compile(d.File, d.Source, d.Format)
+		if err != nil {
+			return fmt.Errorf("stored definition %s version %d no longer loads: %w", d.Name, d.Version, err)
+		}
+		if g.Hash != d.Hash {
+			e.log.Warn("veena: stored definition compiles to a different hash", "definition", d.Name, "version", d.Version)
+		}
+		g.Version = d.Version
+		g.CreatedAt = d.CreatedAt
+		if _, _, err := e.repo.Add(g); err != nil {
+			return fmt.Errorf("stored definition %s version %d: %w", d.Name, d.Version, err)
+		}
+		e.defSeq = d.Seq
+	}
+	return nil
+}
+
+// addGraph prepares a compiled graph and stores it as the next version of
+// its name, unless the latest version is identical. The caller holds defMu.
+func (e *Engine) addGraph(ctx context.Context, g *graph.Graph) (*graph.Graph, bool, error) {
+	if err := e.k.Prepare(g); err != nil {
+		return nil, false, definitionError(err)
+	}
+	for attempt := 0; ; attempt++ {
+		latest := e.repo.Latest(g.Name)
+		if latest != nil && latest.Hash == g.Hash {
+			return latest, false, nil
+		}
+		g.Version = 1
+		if latest != nil {
+			g.Version = latest.Version + 1
+		}
+		g.CreatedAt = e.clock().UTC()
+		d := &store.Definition{Name: g.Name, Version: g.Version, Format: g.Format, Hash: g.Hash, File: g.File, Source: g.Source, CreatedAt: g.CreatedAt}
+		err := e.store.AddDefinition(ctx, d)
+		if errors.Is(err, store.ErrConflict) && attempt < 5 {
+			// Another engine added this version first: catch up and compare again.
+			if err := e.syncDefinitions(ctx); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, false, storeError("store definition", err)
+		}
+		// Definitions stored by others before ours are replayed first.
+		if d.Seq != e.defSeq+1 {
+			if err := e.syncDefinitionsBefore(ctx, d.Seq); err != nil {
+				return nil, false, err
+			}
+		}
+		if _, _, err := e.repo.Add(g); err != nil {
+			return nil, false, err
+		}
+		e.defSeq = d.Seq
+		return g, true, nil
+	}
+}
+
+// syncDefinitionsBefore replays stored definitions with Seq below seq.
+func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
+	defs, err := e.store.Definitions(ctx, e.defSeq)
+	if err != nil {
+		return storeError("read definitions", err)
+	}
+	for _, d := range defs {
+		if d.Seq >= seq {
+			break
+		}
+		g, err := e.compile(d.File, d.Source, d.Format)
+		if err != nil {
+			return err
+		}
+		g.Version, g.CreatedAt = d.Version, d.CreatedAt
+		if _, _, err := e.repo.Add(g); err != nil {
+			return err
+		}
+		e.defSeq = d.Seq
+	}
+	return nil
+}
+
+// LoadDefinition loads one definition file. format "" sniffs it from the
+// content; only "sarasvati" is supported now. Content identical to the
+// latest version of its name returns that version with created false. An
+// invalid definition fails with a *DefinitionError.
+func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, format string) (*Definition, bool, error) {
+	if format == "" {
+		format = sniffFormat(src)
+	}
+	e.defMu.Lock()
+	defer e.defMu.Unlock()
+	if err := e.syncDefinitions(ctx); err != nil {
+		return nil, false, err
+	}
+	g, err := e.compile(file, src, format)
+	if err != nil {
+		return nil, false, err
+	}
+	stored, created, err := e.addGraph(ctx, g)
+	if err != nil {
+		return nil, false, err
+	}
+	return definitionOf(stored), created, nil
+}
+
+func (e *Engine) loadDir(ctx context.Context, dir string) error {
+	e.defMu.Lock()
+	defer e.defMu.Unlock()
+	l := &wfxml.Loader{Repo: e.repo, Add: func(g *graph.Graph) (*graph.Graph, bool, error) {
+		return e.addGraph(ctx, g)
+	}}
+	if _, err := l.LoadDir(dir); err != nil {
+		return fmt.Errorf("load definitions from %s: %w", dir, definitionError(err))
+	}
+	return nil
+}
+
+// Definitions returns the latest version of every definition, by name.
+func (e *Engine) Definitions(ctx context.Context) ([]*Definition, error) {
+	e.defMu.Lock()
+	err := e.syncDefinitions(ctx)
+	e.defMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Definition
+	for _, g := range e.repo.Latests() {
+		out = append(out, definitionOf(g))
+	}
+	return out, nil
+}
+
+func (e *Engine) definitionGraph(ctx context.Context, name string, version int) (*graph.Graph, error) {
+	if version < 0 {
+		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("version %d is not a version", version)}
+	}
+	if version == 0 {
+		g := e.repo.Latest(name)
+		if g == nil {
+			e.defMu.Lock()
+			err := e.syncDefinitions(ctx)
+			e.defMu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			g = e.repo.Latest(name)
+		}
+		if g == nil {
+			return nil, &kernel.Error{Code: ErrNotFound.Code, Msg: fmt.Sprintf("definition %s not found", name)}
+		}
+		return g, nil
+	}
+	return e.graphOf(ctx, name, version)
+}
+
+// Definition returns one version of a definition (0: the latest).
+func (e *Engine) Definition(ctx context.Context, name string, version int) (*Definition, error) {
+	g, err := e.definitionGraph(ctx, name, version)
+	if err != nil {
+		return nil, err
+	}
+	return definitionOf(g), nil
+}
+
+// DefinitionVersions returns every version of a definition, oldest first.
+func (e *Engine) DefinitionVersions(ctx context.Context, name string) ([]*Definition, error) {
+	e.defMu.Lock()
+	err := e.syncDefinitions(ctx)
+	e.defMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	vs := e.repo.Versions(name)
+	if len(vs) == 0 {
+		return nil, &kernel.Error{Code: ErrNotFound.Code, Msg: fmt.Sprintf("definition %s not found", name)}
+	}
+	out := make([]*Definition, len(vs))
+	for i, g := range vs {
+		out[i] = definitionOf(g)
+	}
+	return out, nil
+}
+
+// DefinitionSource returns the original file of a definition version (0: the latest).
+func (e *Engine) DefinitionSource(ctx context.Context, name string, version int) ([]byte, error) {
+	g, err := e.definitionGraph(ctx, name, version)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(g.Source), nil
+}

@@ -1,0 +1,738 @@
+package veena
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/veena-wf/veena/graph"
+	"github.com/veena-wf/veena/internal/snapshot"
+	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/memstore"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Store keeps definitions and processes; nil means a new in-memory store.
+	// The engine owns it: Close closes it.
+	Store store.Store
+	// Kernel runs the token game; nil means kernel.New(). Register custom
+	// node types, functions and listeners on it before Open.
+	Kernel *kernel.Kernel
+	// Clock gives the time of each command; nil means time.Now.
+	Clock  func() time.Time
+	Logger *slog.Logger
+	// DefinitionsDir, if set, names a directory whose *.wf.xml files are
+	// loaded at Open, in dependency order.
+	DefinitionsDir string
+	// NoMigrate makes Open fail instead of migrating a schema that is behind.
+	NoMigrate bool
+	// UniqueContextKeys are context keys whose value may be held by one
+	// executing process only; starting a second one fails with conflict.
+	UniqueContextKeys []string
+	// TimerInterval is how often Start's loop looks for due delayed tokens
+	// when none is known to be due sooner (default 1 s).
+	TimerInterval time.Duration
+	// CacheSize is how many decoded process trees the engine keeps (default 10000).
+	CacheSize int
+	// TimerLease is how long a due delayed token claimed by this engine is
+	// withheld from other engines (default 30 s); an engine that dies
+	// holding it delays the token by at most this much.
+	TimerLease time.Duration
+}
+
+// Engine is Veena's runtime: it loads definitions, runs commands on
+// processes through the kernel and persists every step in its store. It
+// keeps no state the store does not have (the tree cache is checked against
+// the store on every command), so several engines may share one database.
+type Engine struct {
+	store  store.Store
+	k      *kernel.Kernel
+	clock  func() time.Time
+	log    *slog.Logger
+	opts   Options
+	repo   *graph.Repository
+	defMu  sync.Mutex
+	defSeq int64
+
+	locks rootLocks
+	cache *treeCache
+	roots rootMap // nested process id -> root id
+
+	subMu sync.Mutex
+	subs  map[string]map[*subscriber]struct{}
+
+	runMu   sync.Mutex
+	stop    context.CancelFunc
+	done    chan struct{}
+	wake    chan struct{}
+	closeMu sync.Once
+}
+
+// Open opens an engine on opts.Store: it migrates the schema (unless
+// NoMigrate), loads the stored definitions and then DefinitionsDir.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	st := opts.Store
+	if st == nil {
+		st = memstore.New()
+	}
+	if err := st.Migrate(ctx, !opts.NoMigrate); err != nil {
+		return nil, storeError("open the store", err)
+	}
+	k := opts.Kernel
+	if k == nil {
+		k = kernel.New()
+	}
+	e := &Engine{
+		store: st,
+		k:     k,
+		clock: opts.Clock,
+		log:   opts.Logger,
+		opts:  opts,
+		repo:  graph.NewRepository(),
+		subs:  map[string]map[*subscriber]struct{}{},
+		wake:  make(chan struct{}, 1),
+	}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	size := opts.CacheSize
+	if size <= 0 {
+		size = 10000
+	}
+	e.cache = newTreeCache(size)
+	if k.Definitions == nil {
+		k.Definitions = e.repo.Latest
+	}
+	e.defMu.Lock()
+	err := e.syncDefinitions(ctx)
+	e.defMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if opts.DefinitionsDir != "" {
+		if err := e.loadDir(ctx, opts.DefinitionsDir); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Kernel returns the kernel the engine runs.
+func (e *Engine) Kernel() *kernel.Kernel { return e.k }
+
+// Close stops background work and closes the store.
+func (e *Engine) Close() error {
+	e.Stop()
+	var err error
+	e.closeMu.Do(func() { err = e.store.Close() })
+	return err
+}
+
+// Ready reports whether the store answers and its schema is current.
+func (e *Engine) Ready(ctx context.Context) error {
+	if err := e.store.Ready(ctx); err != nil {
+		return storeError("store not ready", err)
+	}
+	return nil
+}
+
+// Start begins background work: firing delayed tokens when their time
+// comes and picking up definitions other engines loaded. Stop ends it.
+func (e *Engine) Start(ctx context.Context) error {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.stop != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	e.stop = cancel
+	e.done = make(chan struct{})
+	go e.background(ctx, e.done)
+	return nil
+}
+
+// Stop ends the background work started by Start and waits for it.
+func (e *Engine) Stop() {
+	e.runMu.Lock()
+	cancel, done := e.stop, e.done
+	e.stop, e.done = nil, nil
+	e.runMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (e *Engine) background(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	interval := e.opts.TimerInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	lease := e.opts.TimerLease
+	if lease <= 0 {
+		lease = 30 * time.Second
+	}
+	lastSync := time.Now()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		wait := interval
+		timers, err := e.store.ClaimTimers(ctx, e.clock(), lease, 100)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("veena: claim due timers", "err", err)
+		}
+		for _, t := range timers {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func(t store.Timer) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := e.fireTimer(ctx, t); err != nil && ctx.Err() == nil {
+					e.log.Warn("veena: fire delayed token", "process", t.Process, "token", t.Token, "err", err)
+				}
+			}(t)
+		}
+		if len(timers) == 100 {
+			wait = 0
+		} else if next, err := e.store.NextTimer(ctx); err == nil && !next.IsZero() {
+			if d := next.Sub(e.clock()); d < wait {
+				wait = max(d, 10*time.Millisecond)
+			}
+		}
+		if time.Since(lastSync) > 5*time.Second {
+			lastSync = time.Now()
+			e.defMu.Lock()
+			if err := e.syncDefinitions(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("veena: reload definitions", "err", err)
+			}
+			e.defMu.Unlock()
+		}
+		// A little jitter keeps several engines from polling in lockstep.
+		if wait > 0 {
+			wait += time.Duration(rand.Int64N(int64(wait)/10 + 1))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// fireTimer runs a due delayed token's guard again, as a command.
+func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
+	_, err := e.command(ctx, t.Root, "", func(ke *kernel.Engine, tr *tree) (*kernel.Process, error) {
+		p := tr.root.Find(t.Process)
+		if p == nil || t.Token < 0 || t.Token >= len(p.NodeTokens) {
+			return nil, errNoChange
+		}
+		tok := p.NodeTokens[t.Token]
+		if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) {
+			return nil, errNoChange
+		}
+		return p, ke.ReevaluateDelayedToken(tok)
+	})
+	return err
+}
+
+// errNoChange ends a command that finds nothing to do.
+var errNoChange = errors.New("nothing to do")
+
+// tree is a process tree as a command sees it, with what was true of it
+// when it was read (to know which timers and context entries to rewrite).
+type tree struct {
+	root    *kernel.Process
+	version int64
+	context map[string]map[string]string // process id -> context
+	before  map[string]processFacts
+}
+
+type processFacts struct {
+	state  kernel.State
+	timers int
+}
+
+func factsOf(p *kernel.Process) processFacts {
+	f := processFacts{state: p.State}
+	if p.State == kernel.Executing {
+		for _, t := range p.NodeTokens {
+			if isDelayed(t) {
+				f.timers++
+			}
+		}
+	}
+	return f
+}
+
+func isDelayed(t *kernel.NodeToken) bool {
+	return t.Active() && t.GuardAction == kernel.Delay && !t.Complete
+}
+
+func (t *tree) remember() {
+	t.before = map[string]processFacts{}
+	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = factsOf(p) })
+}
+
+// graphOf finds a definition version, reloading definitions once if this
+// engine has not seen it yet (another engine may have loaded it).
+func (e *Engine) graphOf(ctx context.Context, name string, version int) (*graph.Graph, error) {
+	if g := e.repo.Get(name, version); g != nil {
+		return g, e.prepare(g)
+	}
+	e.defMu.Lock()
+	err := e.syncDefinitions(ctx)
+	e.defMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if g := e.repo.Get(name, version); g != nil {
+		return g, e.prepare(g)
+	}
+	return nil, &kernel.Error{Code: ErrNotFound.Code, Msg: fmt.Sprintf("definition %s version %d not found", name, version)}
+}
+
+// prepare readies a graph for the kernel (once).
+func (e *Engine) prepare(g *graph.Graph) error {
+	if err := e.k.Prepare(g); err != nil {
+		return fmt.Errorf("definition %s: %w", g, definitionError(err))
+	}
+	return nil
+}
+
+func (e *Engine) graphs(ctx context.Context) snapshot.Graphs {
+	return func(name string, version int) (*graph.Graph, error) { return e.graphOf(ctx, name, version) }
+}
+
+func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version int64) (*tree, error) {
+	root, err := snapshot.DecodeTree(rows, e.graphs(ctx))
+	if err != nil {
+		return nil, err
+	}
+	t := &tree{root: root, version: version, context: map[string]map[string]string{}}
+	for _, r := range rows {
+		if len(r.Context) > 0 {
+			t.context[r.ID] = r.Context
+		}
+		if r.ID != r.Root {
+			e.roots.put(r.ID, r.Root)
+		}
+	}
+	t.remember()
+	return t, nil
+}
+
+// commandFunc is the kernel part of a command: it changes the tree and
+// returns the process whose state the caller gets back.
+type commandFunc func(ke *kernel.Engine, t *tree) (*kernel.Process, error)
+
+// command runs one command on the tree rooted at root ("" starts a new
+// tree) as one store transaction. Commands to one tree queue in arrival
+// order behind a per-tree lock here and the tree's row lock in the store;
+// commands to different trees run in parallel. A failed command keeps
+// nothing: its tree is dropped from the cache and read again next time.
+//
+// When the tree is cached, the command runs on it before the transaction
+// (so that the transaction only writes); inside the transaction the tree's
+// version is checked, and if another engine changed the tree meanwhile the
+// early result is thrown away and the command runs again on the stored tree.
+func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) (*Process, error) {
+	var early *plan
+	if root != "" {
+		unlock, err := e.locks.lock(ctx, root)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if t := e.cache.take(root); t != nil {
+			early = e.run(t, fn)
+		}
+	} else {
+		// A new tree depends on nothing stored: run it before the transaction.
+		early = e.run(&tree{context: map[string]map[string]string{}}, fn)
+	}
+	var done *plan
+	err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		done = nil
+		if key != "" {
+			prev, found, err := tx.Key(ctx, key)
+			if err != nil {
+				return err
+			}
+			if found {
+				var p Process
+				if err := jsonUnmarshal(prev, &p); err != nil {
+					return fmt.Errorf("idempotency key %q: %w", key, err)
+				}
+				done = &plan{result: &p}
+				return nil
+			}
+		}
+		p := early
+		if root != "" {
+			version, err := tx.LockTree(ctx, root)
+			if err != nil {
+				return err
+			}
+			if p == nil || p.err != nil || p.from != version {
+				rows, err := tx.Tree(ctx, root)
+				if err != nil {
+					return err
+				}
+				t, err := e.decodeTree(ctx, rows, version)
+				if err != nil {
+					return err
+				}
+				p = e.run(t, fn)
+			}
+		}
+		if p.err != nil {
+			return p.err
+		}
+		if err := p.apply(ctx, tx); err != nil {
+			return err
+		}
+		if key != "" {
+			b, err := jsonMarshal(p.result)
+			if err != nil {
+				return err
+			}
+			if err := tx.PutKey(ctx, key, b); err != nil {
+				return err
+			}
+		}
+		done = p
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, errNoChange) {
+			return nil, nil
+		}
+		return nil, storeError("command", err)
+	}
+	if done.tree != nil {
+		e.cache.put(done.tree.root.ID, done.tree)
+		e.publish(done.storeEv)
+	}
+	return done.result, nil
+}
+
+// plan is a command run on a tree, with everything it will write.
+type plan struct {
+	tree    *tree
+	from    int64 // the tree version it ran on
+	err     error
+	result  *Process
+	records []*store.Process
+	storeEv []store.Event
+	timers  []timerWrite
+	ctxPut  []string // processes whose context starts to count
+	ctxDrop []string // processes whose context stops counting
+	unique  []string
+	bump    bool // the root row is not rewritten: set its version
+}
+
+type timerWrite struct {
+	process string
+	timers  []store.Timer
+}
+
+// run runs fn on t and works out what to write; t is changed in place. A
+// panic in user code (a node type, a listener) fails the command.
+func (e *Engine) run(t *tree, fn commandFunc) (p *plan) {
+	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys}
+	defer func() {
+		if r := recover(); r != nil {
+			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
+		}
+	}()
+	ke := e.k.Engine(e.clock())
+	target, err := fn(ke, t)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	if err := p.prepare(); err != nil {
+		p.err = err
+		return p
+	}
+	p.result = e.process(target, t)
+	return p
+}
+
+// prepare encodes the processes the command changed, their new events,
+// timers and context changes, and moves the tree to its next version.
+func (p *plan) prepare() error {
+	t := p.tree
+	t.version++
+	var err error
+	rootSeen := false
+	t.root.Walk(func(q *kernel.Process) {
+		// Any event means a change, even where the kernel left Dirty unset.
+		if err != nil || (!q.Dirty && len(q.Events) == 0) {
+			return
+		}
+		var rec *store.Process
+		if rec, err = snapshot.Record(q, t.context[q.ID]); err != nil {
+			return
+		}
+		if q.Parent == nil {
+			rec.TreeVersion = t.version
+			rootSeen = true
+		}
+		p.records = append(p.records, rec)
+		for i := range q.Events {
+			p.storeEv = append(p.storeEv, storeEvent(&q.Events[i]))
+		}
+		before, known := t.before[q.ID]
+		now := factsOf(q)
+		if now.timers > 0 || before.timers > 0 {
+			w := timerWrite{process: q.ID}
+			if q.State == kernel.Executing {
+				for _, tok := range q.NodeTokens {
+					if isDelayed(tok) {
+						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil})
+					}
+				}
+			}
+			p.timers = append(p.timers, w)
+		}
+		if len(t.context[q.ID]) > 0 {
+			switch {
+			case q.State == kernel.Executing && (!known || before.state != kernel.Executing):
+				p.ctxPut = append(p.ctxPut, q.ID)
+			case q.State != kernel.Executing && known && before.state == kernel.Executing:
+				p.ctxDrop = append(p.ctxDrop, q.ID)
+			}
+		}
+		q.Events = q.Events[:0]
+		q.Dirty = false
+	})
+	if err != nil {
+		return err
+	}
+	p.bump = !rootSeen
+	t.remember()
+	return nil
+}
+
+// apply writes the plan in the transaction.
+func (p *plan) apply(ctx context.Context, tx store.Tx) error {
+	for _, r := range p.records {
+		if err := tx.PutProcess(ctx, r); err != nil {
+			return err
+		}
+	}
+	if p.bump {
+		if err := tx.SetTreeVersion(ctx, p.tree.root.ID, p.tree.version); err != nil {
+			return err
+		}
+	}
+	if len(p.storeEv) > 0 {
+		if err := tx.AppendEvents(ctx, p.storeEv); err != nil {
+			return err
+		}
+	}
+	for _, w := range p.timers {
+		if err := tx.ReplaceTimers(ctx, w.process, w.timers); err != nil {
+			return err
+		}
+	}
+	for _, id := range p.ctxPut {
+		if err := tx.PutContext(ctx, id, p.tree.context[id], p.unique); err != nil {
+			return err
+		}
+	}
+	for _, id := range p.ctxDrop {
+		if err := tx.DropContext(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rootOf returns the root of the tree a process belongs to: the process
+// itself if its tree is cached, a remembered root for nested processes, or
+// else what the store says.
+func (e *Engine) rootOf(ctx context.Context, id string) (string, error) {
+	if e.cache.has(id) {
+		return id, nil
+	}
+	if r, ok := e.roots.get(id); ok {
+		return r, nil
+	}
+	row, err := e.store.Process(ctx, id)
+	if err != nil {
+		return "", storeError("find process", err)
+	}
+	if row.Root != id {
+		e.roots.put(id, row.Root)
+	}
+	return row.Root, nil
+}
+
+// rootMap remembers the roots of nested processes, forgetting everything
+// when it grows too large.
+type rootMap struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxRoots = 100000
+
+func (r *rootMap) get(id string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	root, ok := r.m[id]
+	return root, ok
+}
+
+func (r *rootMap) put(id, root string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxRoots {
+		r.m = map[string]string{}
+	}
+	r.m[id] = root
+}
+
+// storeError gives a store error its API code.
+func storeError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke *kernel.Error
+	var de *DefinitionError
+	switch {
+	case errors.As(err, &de), errors.As(err, &ke):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, store.ErrNotFound):
+		return &kernel.Error{Code: ErrNotFound.Code, Msg: err.Error(), Err: err}
+	case errors.Is(err, store.ErrConflict):
+		return &kernel.Error{Code: ErrConflict.Code, Msg: err.Error(), Err: err}
+	case errors.Is(err, store.ErrUnavailable):
+		return &kernel.Error{Code: ErrUnavailable.Code, Msg: op + ": " + err.Error(), Err: err}
+	case errors.Is(err, store.ErrSchema):
+		return &kernel.Error{Code: "schema_mismatch", Msg: err.Error(), Err: err}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// rootLocks queue commands per tree in arrival order.
+type rootLocks struct {
+	mu sync.Mutex
+	m  map[string]*rootLock
+}
+
+type rootLock struct{ waiters []chan struct{} }
+
+func (l *rootLocks) lock(ctx context.Context, root string) (func(), error) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*rootLock{}
+	}
+	rl := l.m[root]
+	if rl == nil {
+		l.m[root] = &rootLock{}
+		l.mu.Unlock()
+		return func() { l.unlock(root) }, nil
+	}
+	ch := make(chan struct{})
+	rl.waiters = append(rl.waiters, ch)
+	l.mu.Unlock()
+	select {
+	case <-ch:
+		return func() { l.unlock(root) }, nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		for i, w := range rl.waiters {
+			if w == ch {
+				rl.waiters = append(rl.waiters[:i], rl.waiters[i+1:]...)
+				l.mu.Unlock()
+				return nil, ctx.Err()
+			}
+		}
+		l.mu.Unlock()
+		l.unlock(root) // it was handed to us meanwhile: pass it on
+		return nil, ctx.Err()
+	}
+}
+
+func (l *rootLocks) unlock(root string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rl := l.m[root]
+	if len(rl.waiters) == 0 {
+		delete(l.m, root)
+		return
+	}
+	next := rl.waiters[0]
+	rl.waiters = rl.waiters[1:]
+	close(next)
+}
+
+// treeCache keeps decoded trees, least recently used first out. A command
+// takes a tree out while it runs and puts it back after commit.
+type treeCache struct {
+	mu    sync.Mutex
+	size  int
+	ll    *list.List
+	items map[string]*list.Element
+}
+
+func newTreeCache(size int) *treeCache {
+	return &treeCache{size: size, ll: list.New(), items: map[string]*list.Element{}}
+}
+
+// take removes a tree from the cache and returns it (nil if absent); the
+// command that took it puts it back after it committed.
+func (c *treeCache) take(root string) *tree {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[root]
+	if !ok {
+		return nil
+	}
+	c.ll.Remove(el)
+	delete(c.items, root)
+	return el.Value.(*tree)
+}
+
+func (c *treeCache) put(root string, t *tree) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[root]; ok {
+		c.ll.Remove(el)
+	}
+	c.items[root] = c.ll.PushFront(t)
+	for c.ll.Len() > c.size {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*tree).root.ID)
+	}
+}
+
+func (c *treeCache) has(root string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.items[root]
+	return ok
+}

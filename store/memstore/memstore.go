@@ -1,0 +1,477 @@
+// Package memstore is Veena's in-memory store: for tests and embedding,
+// gone when the program ends. Updates run one at a time; a failed Update is
+// undone.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/veena-wf/veena/store"
+)
+
+// Store keeps everything in maps.
+type Store struct {
+	write sync.Mutex   // one Update at a time
+	mu    sync.RWMutex // guards the maps
+
+	defs     []*store.Definition
+	procs    map[string]*store.Process
+	trees    map[string][]string // root -> member ids in insertion order
+	events   map[string][]store.Event
+	timers   map[string][]store.Timer // by process
+	leases   map[timerKey]time.Time
+	contexts map[string]map[string]string // process -> executing context
+	uniques  map[string]string            // key\x00value -> process
+	uniqueOf map[string][]string          // process -> unique entries
+	keys     map[string][]byte
+	closed   bool
+	seq      int64
+}
+
+type timerKey struct {
+	process string
+	token   int
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		procs:    map[string]*store.Process{},
+		trees:    map[string][]string{},
+		events:   map[string][]store.Event{},
+		timers:   map[string][]store.Timer{},
+		leases:   map[timerKey]time.Time{},
+		contexts: map[string]map[string]string{},
+		uniques:  map[string]string{},
+		uniqueOf: map[string][]string{},
+		keys:     map[string][]byte{},
+	}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Migrate does nothing: memory has no schema.
+func (s *Store) Migrate(context.Context, bool) error { return nil }
+
+// Ready fails only after Close.
+func (s *Store) Ready(context.Context) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.Unavailable("memstore", fmt.Errorf("closed"))
+	}
+	return nil
+}
+
+// Close makes the store refuse further work.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return nil
+}
+
+// AddDefinition stores a definition version.
+func (s *Store) AddDefinition(_ context.Context, d *store.Definition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.defs {
+		if x.Name == d.Name && x.Version == d.Version {
+			return fmt.Errorf("definition %s version %d: %w", d.Name, d.Version, store.ErrConflict)
+		}
+	}
+	s.seq++
+	d.Seq = s.seq
+	c := *d
+	s.defs = append(s.defs, &c)
+	return nil
+}
+
+// Definitions returns the definitions loaded after Seq after.
+func (s *Store) Definitions(_ context.Context, after int64) ([]*store.Definition, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*store.Definition
+	for _, d := range s.defs {
+		if d.Seq > after {
+			c := *d
+			out = append(out, &c)
+		}
+	}
+	return out, nil
+}
+
+// Update runs fn with the write lock held, undoing its writes if it fails.
+func (s *Store) Update(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.write.Lock()
+	defer s.write.Unlock()
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return store.Unavailable("memstore", fmt.Errorf("closed"))
+	}
+	tx := &tx{s: s}
+	if err := fn(ctx, tx); err != nil {
+		s.mu.Lock()
+		for i := len(tx.undo) - 1; i >= 0; i-- {
+			tx.undo[i]()
+		}
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+type tx struct {
+	s    *Store
+	undo []func()
+}
+
+func (t *tx) Key(_ context.Context, key string) ([]byte, bool, error) {
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
+	r, ok := t.s.keys[key]
+	return r, ok, nil
+}
+
+func (t *tx) PutKey(_ context.Context, key string, result []byte) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had := s.keys[key]
+	s.keys[key] = slices.Clone(result)
+	t.undo = append(t.undo, func() {
+		if had {
+			s.keys[key] = old
+		} else {
+			delete(s.keys, key)
+		}
+	})
+	return nil
+}
+
+func (t *tx) LockTree(_ context.Context, root string) (int64, error) {
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
+	p, ok := t.s.procs[root]
+	if !ok || p.Root != root {
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
+	}
+	return p.TreeVersion, nil
+}
+
+func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
+	return t.s.Tree(ctx, root)
+}
+
+func (t *tx) PutProcess(_ context.Context, p *store.Process) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *p
+	c.Context = maps.Clone(p.Context)
+	old, had := s.procs[p.ID]
+	s.procs[p.ID] = &c
+	if !had {
+		s.trees[p.Root] = append(s.trees[p.Root], p.ID)
+	}
+	t.undo = append(t.undo, func() {
+		if had {
+			s.procs[p.ID] = old
+		} else {
+			delete(s.procs, p.ID)
+			ids := s.trees[p.Root]
+			s.trees[p.Root] = ids[:len(ids)-1]
+			if len(s.trees[p.Root]) == 0 {
+				delete(s.trees, p.Root)
+			}
+		}
+	})
+	return nil
+}
+
+func (t *tx) SetTreeVersion(_ context.Context, root string, v int64) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.procs[root]
+	if !ok {
+		return fmt.Errorf("process %s: %w", root, store.ErrNotFound)
+	}
+	c := *p
+	c.TreeVersion = v
+	s.procs[root] = &c
+	t.undo = append(t.undo, func() { s.procs[root] = p })
+	return nil
+}
+
+func (t *tx) AppendEvents(_ context.Context, evs []store.Event) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range evs {
+		ev := ev
+		n := len(s.events[ev.Process])
+		if n > 0 && s.events[ev.Process][n-1].Seq >= ev.Seq {
+			return fmt.Errorf("event %d of process %s: %w", ev.Seq, ev.Process, store.ErrConflict)
+		}
+		ev.ArcNames = slices.Clone(ev.ArcNames)
+		s.events[ev.Process] = append(s.events[ev.Process], ev)
+		t.undo = append(t.undo, func() {
+			l := s.events[ev.Process]
+			s.events[ev.Process] = l[:len(l)-1]
+		})
+	}
+	return nil
+}
+
+func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Timer) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had := s.timers[process]
+	if len(timers) == 0 {
+		delete(s.timers, process)
+	} else {
+		s.timers[process] = slices.Clone(timers)
+	}
+	for k := range s.leases {
+		if k.process == process {
+			delete(s.leases, k)
+		}
+	}
+	t.undo = append(t.undo, func() {
+		if had {
+			s.timers[process] = old
+		} else {
+			delete(s.timers, process)
+		}
+	})
+	return nil
+}
+
+func (t *tx) PutContext(_ context.Context, process string, c map[string]string, unique []string) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var taken []string
+	for _, k := range unique {
+		v, ok := c[k]
+		if !ok {
+			continue
+		}
+		u := k + "\x00" + v
+		if other, ok := s.uniques[u]; ok && other != process {
+			return fmt.Errorf("context %s=%q is already used by executing process %s: %w", k, v, other, store.ErrConflict)
+		}
+		taken = append(taken, u)
+	}
+	oldCtx, hadCtx := s.contexts[process]
+	oldU := s.uniqueOf[process]
+	s.contexts[process] = maps.Clone(c)
+	for _, u := range taken {
+		s.uniques[u] = process
+	}
+	s.uniqueOf[process] = taken
+	t.undo = append(t.undo, func() {
+		for _, u := range taken {
+			delete(s.uniques, u)
+		}
+		for _, u := range oldU {
+			s.uniques[u] = process
+		}
+		s.uniqueOf[process] = oldU
+		if hadCtx {
+			s.contexts[process] = oldCtx
+		} else {
+			delete(s.contexts, process)
+		}
+	})
+	return nil
+}
+
+func (t *tx) DropContext(_ context.Context, process string) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oldCtx, hadCtx := s.contexts[process]
+	oldU := s.uniqueOf[process]
+	if !hadCtx && len(oldU) == 0 {
+		return nil
+	}
+	delete(s.contexts, process)
+	delete(s.uniqueOf, process)
+	for _, u := range oldU {
+		delete(s.uniques, u)
+	}
+	t.undo = append(t.undo, func() {
+		if hadCtx {
+			s.contexts[process] = oldCtx
+		}
+		s.uniqueOf[process] = oldU
+		for _, u := range oldU {
+			s.uniques[u] = process
+		}
+	})
+	return nil
+}
+
+func copyProc(p *store.Process, withSnapshot bool) *store.Process {
+	c := *p
+	c.Context = maps.Clone(p.Context)
+	if !withSnapshot {
+		c.Snapshot = nil
+	}
+	return &c
+}
+
+// Process reads a process row.
+func (s *Store) Process(_ context.Context, id string) (*store.Process, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.procs[id]
+	if !ok {
+		return nil, fmt.Errorf("process %s: %w", id, store.ErrNotFound)
+	}
+	return copyProc(p, true), nil
+}
+
+// Tree reads the rows of a tree.
+func (s *Store) Tree(_ context.Context, root string) ([]*store.Process, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := s.trees[root]
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("process tree %s: %w", root, store.ErrNotFound)
+	}
+	out := make([]*store.Process, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, copyProc(s.procs[id], true))
+	}
+	return store.OrderTree(out), nil
+}
+
+// Processes lists process rows by ID.
+func (s *Store) Processes(_ context.Context, f store.Filter) ([]*store.Process, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*store.Process
+	for _, p := range s.procs {
+		switch {
+		case f.Definition != "" && p.Definition != f.Definition,
+			f.State != "" && p.State != f.State,
+			f.Parent != "" && (p.Parent != f.Parent || p.ParentToken != f.ParentToken),
+			f.After != "" && p.ID <= f.After:
+			continue
+		}
+		out = append(out, copyProc(p, false))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// Events returns events of a process after a sequence number.
+func (s *Store) Events(_ context.Context, process string, after int64, limit int) ([]store.Event, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []store.Event
+	for _, ev := range s.events[process] {
+		if ev.Seq > after {
+			ev.ArcNames = slices.Clone(ev.ArcNames)
+			out = append(out, ev)
+			if limit > 0 && len(out) == limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// FindByContext finds executing processes by context.
+func (s *Store) FindByContext(_ context.Context, match map[string]string, limit int) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for id, c := range s.contexts {
+		ok := true
+		for k, v := range match {
+			if c[k] != v {
+				ok = false
+				break
+			}
+			if _, has := c[k]; !has {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// ClaimTimers leases due timers.
+func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duration, limit int) ([]store.Timer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []store.Timer
+	for _, ts := range s.timers {
+		for _, t := range ts {
+			if t.DueAt.After(now) {
+				continue
+			}
+			if until, ok := s.leases[timerKey{t.Process, t.Token}]; ok && until.After(now) {
+				continue
+			}
+			due = append(due, t)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].DueAt.Equal(due[j].DueAt) {
+			return due[i].DueAt.Before(due[j].DueAt)
+		}
+		return strings.Compare(due[i].Process, due[j].Process) < 0 ||
+			(due[i].Process == due[j].Process && due[i].Token < due[j].Token)
+	})
+	if limit > 0 && len(due) > limit {
+		due = due[:limit]
+	}
+	for _, t := range due {
+		s.leases[timerKey{t.Process, t.Token}] = now.Add(lease)
+	}
+	return due, nil
+}
+
+// NextTimer returns the earliest due time.
+func (s *Store) NextTimer(context.Context) (time.Time, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var next time.Time
+	for _, ts := range s.timers {
+		for _, t := range ts {
+			if next.IsZero() || t.DueAt.Before(next) {
+				next = t.DueAt
+			}
+		}
+	}
+	return next, nil
+}

@@ -1,0 +1,840 @@
+// Package pgstore is Veena's PostgreSQL store (pgx), for several engine
+// processes sharing one database.
+//
+// A command locks its tree's root row (SELECT … FOR UPDATE): commands to
+// one tree queue behind that lock in arrival order, commands to different
+// trees run in parallel. Idempotency keys are reserved with an INSERT …
+// ON CONFLICT DO NOTHING, which makes a concurrent retry wait for the first
+// attempt and then see its result. Due timers are leased with FOR UPDATE
+// SKIP LOCKED so that engines share them without a leader.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/veena-wf/veena/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options tune a Store.
+type Options struct {
+	// Schema, if set, is the PostgreSQL schema (search_path) to use; Open
+	// creates it if it does not exist.
+	Schema string
+	// MaxConns bounds the connection pool (default: pgxpool's).
+	MaxConns int32
+	// GroupCommit, if above 1, lets up to that many concurrent Updates
+	// share one transaction and commit (each in its own savepoint, so that
+	// each still succeeds or fails alone). 0 or 1: every Update commits alone.
+	GroupCommit int
+	// Committers is the number of connections committing groups at once
+	// (default 8); only with GroupCommit.
+	Committers int
+}
+
+// Store is a PostgreSQL database.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+
+	updates, commits atomic.Int64
+
+	group   int
+	reqs    chan *request
+	quit    chan struct{}
+	stopped sync.WaitGroup
+	closed  sync.Once
+}
+
+type request struct {
+	ctx  context.Context
+	fn   func(context.Context, store.Tx) error
+	done chan error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (a PostgreSQL connection URL or
+// keyword/value string). Call Migrate before use.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, store.Unavailable("pgstore: connect", err)
+	}
+	s := &Store{pool: pool, schema: opts.Schema, group: opts.GroupCommit}
+	if opts.Schema != "" {
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{opts.Schema}.Sanitize()); err != nil {
+			pool.Close()
+			return nil, classify(err)
+		}
+	}
+	if s.group > 1 {
+		n := opts.Committers
+		if n <= 0 {
+			n = 8
+		}
+		s.reqs = make(chan *request, 1024)
+		s.quit = make(chan struct{})
+		for range n {
+			s.stopped.Add(1)
+			go s.committer()
+		}
+	}
+	return s, nil
+}
+
+// Stats reports how many Updates committed and in how many transactions.
+func (s *Store) Stats() (updates, commits int64) { return s.updates.Load(), s.commits.Load() }
+
+// Pool is the connection pool, for tests and tools.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.closed.Do(func() {
+		if s.quit != nil {
+			close(s.quit)
+			s.stopped.Wait()
+		}
+		s.pool.Close()
+	})
+	return nil
+}
+
+// classify maps PostgreSQL and network errors onto the store's errors.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505":
+			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"), strings.HasPrefix(pe.Code, "57P"),
+			pe.Code == "25006", pe.Code == "58030":
+			return store.Unavailable("postgresql", err)
+		}
+		return err
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ne) || errors.As(err, &ce) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return store.Unavailable("postgresql", err)
+	}
+	if strings.Contains(err.Error(), "closed pool") || strings.Contains(err.Error(), "conn closed") {
+		return store.Unavailable("postgresql", err)
+	}
+	return err
+}
+
+func migrations() ([]string, error) {
+	entries, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	var out []string
+	for _, e := range entries {
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+func checkVersion(v, known int, apply bool) error {
+	switch {
+	case v > known:
+		return fmt.Errorf("%w: database schema version %d is newer than this Veena (%d); upgrade Veena", store.ErrSchema, v, known)
+	case v < known && !apply:
+		return fmt.Errorf("%w: database schema version %d is behind this Veena (%d) and migrations are turned off", store.ErrSchema, v, known)
+	}
+	return nil
+}
+
+// migrationLock is the advisory lock key that serialises migrations of
+// engines starting together.
+const migrationLock = 0x7665656e61 // "veena"
+
+// Migrate brings the schema up to date, one engine at a time.
+func (s *Store) Migrate(ctx context.Context, apply bool) error {
+	migs, err := migrations()
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"); err != nil {
+			return err
+		}
+		var v int
+		err := tx.QueryRow(ctx, "SELECT version FROM schema_version").Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_version VALUES (0)"); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		if err := checkVersion(v, len(migs), apply); err != nil {
+			return err
+		}
+		for i := v; i < len(migs); i++ {
+			if _, err := tx.Exec(ctx, migs[i]); err != nil {
+				return fmt.Errorf("pgstore: migration %d: %w", i+1, err)
+			}
+		}
+		_, err = tx.Exec(ctx, "UPDATE schema_version SET version = $1", len(migs))
+		return err
+	})
+}
+
+// Ready checks that the database answers and the schema is current.
+func (s *Store) Ready(ctx context.Context) error {
+	migs, err := migrations()
+	if err != nil {
+		return err
+	}
+	var v int
+	if err := s.pool.QueryRow(ctx, "SELECT version FROM schema_version").Scan(&v); err != nil {
+		return store.Unavailable("pgstore: read schema version", err)
+	}
+	return checkVersion(v, len(migs), false)
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback(context.Background())
+	if err := fn(tx); err != nil {
+		return classify(err)
+	}
+	return classify(tx.Commit(ctx))
+}
+
+// Update runs fn in one transaction. Writes are pipelined: they are sent
+// together with the COMMIT, and reads send what is pending first, so a
+// command costs two round trips (lock and read, then write and commit). A
+// deadlock or serialisation failure runs fn again.
+func (s *Store) Update(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		var err error
+		if s.group > 1 {
+			err = s.submit(ctx, fn)
+		} else {
+			err = s.update(ctx, fn)
+		}
+		var pe *pgconn.PgError
+		if attempt < 3 && errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Store) update(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Release()
+	t := &tx{conn: conn, b: &pgx.Batch{}}
+	t.b.Queue("BEGIN")
+	if err := fn(ctx, t); err != nil {
+		t.rollback()
+		return t.classify(err)
+	}
+	t.b.Queue("COMMIT")
+	if err := t.flush(ctx, nil); err != nil {
+		t.rollback()
+		return t.classify(err)
+	}
+	s.updates.Add(1)
+	s.commits.Add(1)
+	return nil
+}
+
+// AddDefinition stores a definition version.
+func (s *Store) AddDefinition(ctx context.Context, d *store.Definition) error {
+	err := s.pool.QueryRow(ctx, `INSERT INTO definitions (name, version, format, hash, file, source, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
+		d.Name, d.Version, d.Format, d.Hash, d.File, d.Source, d.CreatedAt.UnixNano()).Scan(&d.Seq)
+	if err != nil {
+		return fmt.Errorf("store definition %s version %d: %w", d.Name, d.Version, classify(err))
+	}
+	return nil
+}
+
+// Definitions returns definitions loaded after seq after.
+func (s *Store) Definitions(ctx context.Context, after int64) ([]*store.Definition, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, name, version, format, hash, file, source, created_at FROM definitions WHERE seq > $1 ORDER BY seq`, after)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []*store.Definition
+	for rows.Next() {
+		var d store.Definition
+		var at int64
+		if err := rows.Scan(&d.Seq, &d.Name, &d.Version, &d.Format, &d.Hash, &d.File, &d.Source, &at); err != nil {
+			return nil, classify(err)
+		}
+		d.CreatedAt = time.Unix(0, at).UTC()
+		out = append(out, &d)
+	}
+	return out, classify(rows.Err())
+}
+
+// submit hands an Update to the committers and waits for its outcome.
+func (s *Store) submit(ctx context.Context, fn func(context.Context, store.Tx) error) error {
+	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return store.Unavailable("pgstore", errors.New("store closed"))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.done
+}
+
+// committer runs groups of waiting Updates in one transaction each.
+func (s *Store) committer() {
+	defer s.stopped.Done()
+	batch := make([]*request, 0, s.group)
+	for {
+		var first *request
+		select {
+		case first = <-s.reqs:
+		case <-s.quit:
+			for {
+				select {
+				case r := <-s.reqs:
+					r.done <- store.Unavailable("pgstore", errors.New("store closed"))
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < s.group {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.runGroup(batch)
+	}
+}
+
+// runGroup runs a group of Updates in one transaction, each inside a
+// savepoint: a failed one is rolled back alone, the others commit together.
+func (s *Store) runGroup(batch []*request) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	finish := func(all error) {
+		for i, r := range batch {
+			if all != nil && errs[i] == nil {
+				errs[i] = all
+			}
+			r.done <- errs[i]
+		}
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		finish(classify(err))
+		return
+	}
+	defer conn.Release()
+	t := &tx{conn: conn, b: &pgx.Batch{}}
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		finish(t.classify(err))
+		return
+	}
+	t.sent = true
+	ok := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		t.b.Queue("SAVEPOINT cmd")
+		t.flushes = 0
+		err := r.fn(r.ctx, t)
+		if err == nil {
+			t.b.Queue("RELEASE cmd")
+			err = t.flush(ctx, nil)
+		}
+		if err == nil {
+			ok++
+			continue
+		}
+		errs[i] = t.classify(err)
+		savepoint := t.flushes > 0
+		t.b = &pgx.Batch{} // what the failed Update queued is never sent
+		if savepoint {
+			t.b.Queue("ROLLBACK TO cmd")
+			t.b.Queue("RELEASE cmd")
+			if err := t.flush(ctx, nil); err != nil {
+				// The transaction is lost: so is every Update in it.
+				t.rollback()
+				for j := range batch {
+					if errs[j] == nil {
+						errs[j] = t.classify(err)
+					}
+				}
+				finish(nil)
+				return
+			}
+		}
+	}
+	if ok == 0 {
+		t.rollback()
+		finish(nil)
+		return
+	}
+	t.b.Queue("COMMIT")
+	if err := t.flush(ctx, nil); err != nil {
+		t.rollback()
+		finish(t.classify(err))
+		return
+	}
+	s.updates.Add(int64(ok))
+	s.commits.Add(1)
+	finish(nil)
+}
+
+// tx queues statements and sends them in one pipeline when a result is
+// needed or the transaction commits.
+type tx struct {
+	conn    *pgxpool.Conn
+	b       *pgx.Batch
+	sent    bool // BEGIN has reached the server
+	flushes int  // pipelines sent (in a group: since the current savepoint)
+}
+
+// flush sends the queued statements. If last is set, it reads the result
+// of the last one; the others must succeed.
+func (t *tx) flush(ctx context.Context, last func(pgx.BatchResults) error) error {
+	n := t.b.Len()
+	if n == 0 {
+		return nil
+	}
+	br := t.conn.SendBatch(ctx, t.b)
+	t.b = &pgx.Batch{}
+	t.sent = true
+	t.flushes++
+	plain := n
+	if last != nil {
+		plain--
+	}
+	for range plain {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if last != nil {
+		if err := last(br); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// classify also treats any failure that closed the connection as the
+// database being unavailable.
+func (t *tx) classify(err error) error {
+	err = classify(err)
+	if !errors.Is(err, store.ErrUnavailable) && t.conn.Conn().IsClosed() && ctxErr(err) == nil {
+		return store.Unavailable("postgresql", err)
+	}
+	return err
+}
+
+func ctxErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+func (t *tx) rollback() {
+	if t.sent {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
+			// The connection is in an unknown state: do not reuse it.
+			t.conn.Conn().Close(ctx)
+		}
+	}
+}
+
+func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
+	t.b.Queue(`INSERT INTO idempotency (key) VALUES ($1) ON CONFLICT DO NOTHING`, key)
+	var inserted int64
+	err := t.flush(ctx, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		inserted = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return nil, false, classify(err)
+	}
+	if inserted == 1 {
+		return nil, false, nil
+	}
+	var res []byte
+	if err := t.conn.QueryRow(ctx, `SELECT result FROM idempotency WHERE key = $1`, key).Scan(&res); err != nil {
+		return nil, false, classify(err)
+	}
+	return res, true, nil
+}
+
+func (t *tx) PutKey(ctx context.Context, key string, result []byte) error {
+	t.b.Queue(`INSERT INTO idempotency (key, result) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET result = excluded.result`, key, result)
+	return nil
+}
+
+func (t *tx) LockTree(ctx context.Context, root string) (int64, error) {
+	t.b.Queue(`SELECT tree_version FROM processes WHERE id = $1 AND root_id = id FOR UPDATE`, root)
+	var v int64
+	err := t.flush(ctx, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&v) })
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
+	}
+	return v, classify(err)
+}
+
+const processColumns = `id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version`
+
+func scanProcess(r pgx.Row) (*store.Process, error) {
+	var p store.Process
+	var c *string
+	var created, updated int64
+	if err := r.Scan(&p.ID, &p.Root, &p.Parent, &p.ParentToken, &p.Position, &p.Definition, &p.Version, &p.State,
+		&c, &p.Env, &p.Snapshot, &p.EventSeq, &created, &updated, &p.TreeVersion); err != nil {
+		return nil, err
+	}
+	p.CreatedAt, p.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	if c != nil && *c != "" {
+		if err := json.Unmarshal([]byte(*c), &p.Context); err != nil {
+			return nil, fmt.Errorf("process %s: context: %w", p.ID, err)
+		}
+	}
+	return &p, nil
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func readTree(ctx context.Context, q querier, root string) ([]*store.Process, error) {
+	rows, err := q.Query(ctx, `SELECT `+processColumns+` FROM processes WHERE root_id = $1`, root)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []*store.Process
+	for rows.Next() {
+		p, err := scanProcess(rows)
+		if err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("process tree %s: %w", root, store.ErrNotFound)
+	}
+	return store.OrderTree(out), nil
+}
+
+func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
+	if err := t.flush(ctx, nil); err != nil {
+		return nil, classify(err)
+	}
+	return readTree(ctx, t.conn, root)
+}
+
+func contextJSON(c map[string]string) (*string, error) {
+	if len(c) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(c)
+	s := string(b)
+	return &s, err
+}
+
+func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
+	c, err := contextJSON(p.Context)
+	if err != nil {
+		return err
+	}
+	t.b.Queue(`INSERT INTO processes (`+processColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
+		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
+		p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
+		p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
+	return nil
+}
+
+func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
+	t.b.Queue(`UPDATE processes SET tree_version = $1 WHERE id = $2`, v, root)
+	return nil
+}
+
+func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
+	for _, group := range store.GroupEvents(evs) {
+		data, err := store.EncodeEvents(group)
+		if err != nil {
+			return err
+		}
+		t.b.Queue(`INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data)
+	}
+	return nil
+}
+
+func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.Timer) error {
+	t.b.Queue(`DELETE FROM timers WHERE process_id = $1`, process)
+	for _, tm := range timers {
+		t.b.Queue(`INSERT INTO timers (process_id, token, root_id, due_at) VALUES ($1, $2, $3, $4)`,
+			tm.Process, tm.Token, tm.Root, tm.DueAt.UnixNano())
+	}
+	return nil
+}
+
+func (t *tx) PutContext(ctx context.Context, process string, c map[string]string, unique []string) error {
+	t.b.Queue(`DELETE FROM contexts WHERE process_id = $1`, process)
+	for k, v := range c {
+		u := false
+		for _, x := range unique {
+			if x == k {
+				u = true
+			}
+		}
+		t.b.Queue(`INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, u)
+	}
+	// A unique value already taken must fail here, where the caller can
+	// tell what went wrong, not at commit.
+	if err := t.flush(ctx, nil); err != nil {
+		err = classify(err)
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("a unique context value of process %s is already used by an executing process: %w", process, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (t *tx) DropContext(ctx context.Context, process string) error {
+	t.b.Queue(`DELETE FROM contexts WHERE process_id = $1`, process)
+	return nil
+}
+
+// Process reads a process row.
+func (s *Store) Process(ctx context.Context, id string) (*store.Process, error) {
+	p, err := scanProcess(s.pool.QueryRow(ctx, `SELECT `+processColumns+` FROM processes WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("process %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return p, nil
+}
+
+// Tree reads the rows of a tree.
+func (s *Store) Tree(ctx context.Context, root string) ([]*store.Process, error) {
+	return readTree(ctx, s.pool, root)
+}
+
+// Processes lists process rows by ID.
+func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.Definition != "" {
+		where = append(where, "definition = "+arg(f.Definition))
+	}
+	if f.State != "" {
+		where = append(where, "state = "+arg(f.State))
+	}
+	if f.Parent != "" {
+		where = append(where, "parent_id = "+arg(f.Parent)+" AND parent_token = "+arg(f.ParentToken))
+	}
+	if f.After != "" {
+		where = append(where, "id > "+arg(f.After))
+	}
+	q := `SELECT id, root_id, parent_id, parent_token, position, definition, version, state, context, env, ''::bytea, event_seq, created_at, updated_at, tree_version FROM processes`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id"
+	if f.Limit > 0 {
+		q += " LIMIT " + strconv.Itoa(f.Limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []*store.Process
+	for rows.Next() {
+		p, err := scanProcess(rows)
+		if err != nil {
+			return nil, classify(err)
+		}
+		p.Snapshot = nil
+		out = append(out, p)
+	}
+	return out, classify(rows.Err())
+}
+
+// Events returns events of a process after a sequence number.
+func (s *Store) Events(ctx context.Context, process string, after int64, limit int) ([]store.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT data FROM events WHERE process_id = $1 AND last_seq > $2 ORDER BY seq`, process, after)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() && (limit <= 0 || len(out) < limit) {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, classify(err)
+		}
+		evs, err := store.DecodeEvents(process, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			if ev.Seq > after && (limit <= 0 || len(out) < limit) {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out, classify(rows.Err())
+}
+
+// FindByContext finds executing processes by context.
+func (s *Store) FindByContext(ctx context.Context, match map[string]string, limit int) ([]string, error) {
+	if len(match) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(match))
+	vals := make([]string, 0, len(match))
+	for k, v := range match {
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	q := `SELECT c.process_id FROM contexts c JOIN unnest($1::text[], $2::text[]) AS m(key, value)
+		ON c.key = m.key AND c.value = m.value
+		GROUP BY c.process_id HAVING count(*) = $3 ORDER BY c.process_id`
+	if limit > 0 {
+		q += " LIMIT " + strconv.Itoa(limit)
+	}
+	rows, err := s.pool.Query(ctx, q, keys, vals, len(match))
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, id)
+	}
+	return out, classify(rows.Err())
+}
+
+// ClaimTimers leases due timers no other engine holds.
+func (s *Store) ClaimTimers(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.Timer, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE timers SET lease_until = $1
+		WHERE (process_id, token) IN (
+			SELECT process_id, token FROM timers WHERE due_at <= $2 AND lease_until <= $2
+			ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING process_id, token, root_id, due_at`, now.Add(lease).UnixNano(), now.UnixNano(), limit)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []store.Timer
+	for rows.Next() {
+		var t store.Timer
+		var due int64
+		var token int32
+		if err := rows.Scan(&t.Process, &token, &t.Root, &due); err != nil {
+			return nil, classify(err)
+		}
+		t.Token = int(token)
+		t.DueAt = time.Unix(0, due).UTC()
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].DueAt.Before(out[j].DueAt) })
+	return out, classify(rows.Err())
+}
+
+// NextTimer returns the earliest due time.
+func (s *Store) NextTimer(ctx context.Context) (time.Time, error) {
+	var due *int64
+	if err := s.pool.QueryRow(ctx, `SELECT min(due_at) FROM timers`).Scan(&due); err != nil {
+		return time.Time{}, classify(err)
+	}
+	if due == nil {
+		return time.Time{}, nil
+	}
+	return time.Unix(0, *due).UTC(), nil
+}

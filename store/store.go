@@ -1,0 +1,297 @@
+// Package store defines how Veena persists its state: the Store interface
+// every backend implements (store/memstore, store/sqlitestore,
+// store/pgstore), the records it keeps, and the errors callers act on. The
+// conformance suite in store/storetest checks every backend the same way.
+//
+// The engine runs each command (start, complete, backtrack, cancel, a due
+// timer, an incoming event, an attribute change) as one Update: it locks the
+// process tree, reads it, runs the kernel and writes back what changed —
+// process rows, events, timers, context entries, the idempotency record —
+// all in one transaction. A store only stores: it knows nothing of tokens
+// beyond the encoded snapshot of each process.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Errors callers act on; backends wrap them.
+var (
+	// ErrNotFound: no such process or record.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a unique constraint refused the write (a definition
+	// version added concurrently, a unique context value already taken).
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: the database cannot be reached, or refused the write
+	// for lack of space. Nothing was changed.
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrSchema: the database schema is newer than this Veena, or behind it
+	// while migrations are refused.
+	ErrSchema = errors.New("schema mismatch")
+)
+
+// Unavailable wraps a driver error as ErrUnavailable, keeping its message.
+func Unavailable(op string, err error) error {
+	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+}
+
+// Definition is one stored version of a process definition, with its
+// original source. Seq orders definitions by when they were loaded, so
+// that replaying them in Seq order resolves externals as they were.
+type Definition struct {
+	Seq       int64
+	Name      string
+	Version   int
+	Format    string
+	Hash      string
+	File      string
+	Source    []byte
+	CreatedAt time.Time
+}
+
+// Process is one stored process: the columns queries need plus the
+// encoded snapshot of its tokens, token sets, environments and listeners.
+type Process struct {
+	ID          string
+	Root        string // the top of its nesting tree (its own ID if not nested)
+	Parent      string // "" unless nested
+	ParentToken int    // index of the parent's node token; -1 unless nested
+	Position    int    // index among the parent's nested processes
+	Definition  string
+	Version     int
+	State       string
+	Context     map[string]string
+	Env         []byte // JSON object of the persistent process attributes
+	Snapshot    []byte
+	EventSeq    int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	// TreeVersion counts the commits to the tree; kept on the root only.
+	TreeVersion int64
+}
+
+// Event is one stored execution event. NodeToken and ArcToken are token
+// indexes in the process, -1 when they do not apply.
+type Event struct {
+	Process   string
+	Seq       int64
+	Type      string
+	NodeToken int
+	ArcToken  int
+	ArcNames  []string // nil when the event has none; "" is the default arc
+	At        time.Time
+}
+
+// Timer is a delayed node token waiting for its time.
+type Timer struct {
+	Process string
+	Root    string
+	Token   int
+	DueAt   time.Time
+}
+
+// Filter selects processes for listing, ordered by ID.
+type Filter struct {
+	Definition  string
+	State       string
+	Parent      string // with ParentToken: nested processes started by that token
+	ParentToken int
+	After       string // only IDs greater than this
+	Limit       int
+}
+
+// Store is a Veena database.
+type Store interface {
+	// Migrate brings the schema up to date. With apply false it only checks
+	// and fails (ErrSchema) if the schema is behind. A schema newer than the
+	// backend knows always fails with ErrSchema.
+	Migrate(ctx context.Context, apply bool) error
+	// Ready reports whether the database answers and the schema is current.
+	Ready(ctx context.Context) error
+	Close() error
+
+	// AddDefinition stores a definition version; ErrConflict if that name
+	// and version exist. It sets d.Seq.
+	AddDefinition(ctx context.Context, d *Definition) error
+	// Definitions returns the definitions with Seq > after, in Seq order.
+	Definitions(ctx context.Context, after int64) ([]*Definition, error)
+
+	// Update runs fn as one transaction: everything fn writes commits
+	// together, or nothing does if fn or the commit fails. Backends may
+	// commit several concurrent Updates together (group commit); each still
+	// succeeds or fails on its own.
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+
+	// Process reads a committed process row; ErrNotFound if absent.
+	Process(ctx context.Context, id string) (*Process, error)
+	// Tree reads the committed rows of a tree, root first, parents before
+	// their nested processes.
+	Tree(ctx context.Context, root string) ([]*Process, error)
+	// Processes lists process rows (snapshots left out) by ID.
+	Processes(ctx context.Context, f Filter) ([]*Process, error)
+	// Events returns up to limit events of a process with Seq > after.
+	Events(ctx context.Context, process string, after int64, limit int) ([]Event, error)
+	// FindByContext returns up to limit executing processes whose context
+	// holds every pair of match.
+	FindByContext(ctx context.Context, match map[string]string, limit int) ([]string, error)
+	// ClaimTimers leases up to limit timers due at now that no other claim
+	// holds, for lease; a claimed timer is offered again once the lease ends.
+	ClaimTimers(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Timer, error)
+	// NextTimer returns the earliest due time of any timer (zero if none).
+	NextTimer(ctx context.Context) (time.Time, error)
+}
+
+// Tx is the inside of an Update.
+type Tx interface {
+	// Key looks up an idempotency key. If a committed command used it, it
+	// returns that command's result and true. Otherwise it reserves the key
+	// for this transaction (a concurrent Update with the same key waits for
+	// this one) and returns false.
+	Key(ctx context.Context, key string) (result []byte, found bool, err error)
+	// PutKey records the result of the command that reserved key.
+	PutKey(ctx context.Context, key string, result []byte) error
+
+	// LockTree locks a process tree for the rest of the transaction,
+	// queueing behind other holders, and returns its TreeVersion.
+	LockTree(ctx context.Context, root string) (int64, error)
+	// Tree reads the rows of a tree, as Store.Tree.
+	Tree(ctx context.Context, root string) ([]*Process, error)
+	// PutProcess inserts or replaces a process row.
+	PutProcess(ctx context.Context, p *Process) error
+	// SetTreeVersion sets the TreeVersion of a root.
+	SetTreeVersion(ctx context.Context, root string, v int64) error
+	// AppendEvents stores events.
+	AppendEvents(ctx context.Context, evs []Event) error
+	// ReplaceTimers sets the timers of a process to timers.
+	ReplaceTimers(ctx context.Context, process string, timers []Timer) error
+	// PutContext records the context of an executing process. Keys listed
+	// in unique may hold a value for one executing process only: ErrConflict.
+	PutContext(ctx context.Context, process string, c map[string]string, unique []string) error
+	// DropContext forgets the context entries of a process (it stopped executing).
+	DropContext(ctx context.Context, process string) error
+}
+
+// OrderTree sorts the rows of one tree root first, parents before their
+// nested processes, nested processes by Position.
+func OrderTree(rows []*Process) []*Process {
+	children := map[string][]*Process{}
+	var root *Process
+	for _, r := range rows {
+		if r.Parent == "" {
+			root = r
+		} else {
+			children[r.Parent] = append(children[r.Parent], r)
+		}
+	}
+	if root == nil {
+		return rows
+	}
+	out := make([]*Process, 0, len(rows))
+	var walk func(p *Process)
+	walk = func(p *Process) {
+		out = append(out, p)
+		cs := children[p.ID]
+		sort.Slice(cs, func(i, j int) bool { return cs[i].Position < cs[j].Position })
+		for _, c := range cs {
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// EncodeEvents packs events of one process into one record for backends
+// that store a command's events as one row: a JSON array of
+// [seq, type, node token, arc token, arc names or null, unix nanoseconds].
+func EncodeEvents(evs []Event) ([]byte, error) {
+	b := make([]byte, 0, 48*len(evs)+2)
+	b = append(b, '[')
+	for i, ev := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, ev.Seq, 10)
+		b = append(b, ',')
+		b = appendJSONString(b, ev.Type)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(ev.NodeToken), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(ev.ArcToken), 10)
+		b = append(b, ',')
+		if ev.ArcNames == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for j, n := range ev.ArcNames {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, n)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, ',')
+		b = strconv.AppendInt(b, ev.At.UnixNano(), 10)
+		b = append(b, ']')
+	}
+	return append(b, ']'), nil
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// DecodeEvents unpacks what EncodeEvents packed.
+func DecodeEvents(process string, b []byte) ([]Event, error) {
+	var raw [][]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("events of %s: %w", process, err)
+	}
+	out := make([]Event, len(raw))
+	for i, r := range raw {
+		if len(r) != 6 {
+			return nil, fmt.Errorf("events of %s: record of %d fields", process, len(r))
+		}
+		ev := Event{Process: process}
+		var at int64
+		for j, dst := range []any{&ev.Seq, &ev.Type, &ev.NodeToken, &ev.ArcToken, &ev.ArcNames, &at} {
+			if err := json.Unmarshal(r[j], dst); err != nil {
+				return nil, fmt.Errorf("events of %s: %w", process, err)
+			}
+		}
+		ev.At = time.Unix(0, at).UTC()
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// GroupEvents splits events into runs of one process, keeping their order
+// (the engine passes each process's events together).
+func GroupEvents(evs []Event) [][]Event {
+	var out [][]Event
+	for start := 0; start < len(evs); {
+		end := start + 1
+		for end < len(evs) && evs[end].Process == evs[start].Process {
+			end++
+		}
+		out = append(out, evs[start:end:end])
+		start = end
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package veena
+
+import "github.com/veena-wf/veena/store"
+
+// subscriber is one live event stream.
+type subscriber struct {
+	ch chan Event
+}
+
+// subscriberBuffer is how many events a subscriber may fall behind before
+// it is dropped.
+const subscriberBuffer = 256
+
+// Subscribe streams the events of a process as their commands commit. The
+// channel is buffered; a subscriber that falls too far behind is dropped
+// (its channel closed) rather than slowing commands down. cancel ends the
+// subscription and closes the channel.
+func (e *Engine) Subscribe(processID string) (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, subscriberBuffer)}
+	e.subMu.Lock()
+	m := e.subs[processID]
+	if m == nil {
+		m = map[*subscriber]struct{}{}
+		e.subs[processID] = m
+	}
+	m[s] = struct{}{}
+	e.subMu.Unlock()
+	cancel := func() {
+		e.subMu.Lock()
+		defer e.subMu.Unlock()
+		e.removeSub(processID, s)
+	}
+	return s.ch, cancel
+}
+
+// removeSub closes s if it is still subscribed; the caller holds subMu.
+func (e *Engine) removeSub(processID string, s *subscriber) {
+	m := e.subs[processID]
+	if _, ok := m[s]; !ok {
+		return
+	}
+	delete(m, s)
+	if len(m) == 0 {
+		delete(e.subs, processID)
+	}
+	close(s.ch)
+}
+
+// publish hands committed events to their subscribers without blocking.
+func (e *Engine) publish(evs []store.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	e.subMu.Lock()
+	defer e.subMu.Unlock()
+	if len(e.subs) == 0 {
+		return
+	}
+	for _, sev := range evs {
+		subs := e.subs[sev.Process]
+		if len(subs) == 0 {
+			continue
+		}
+		ev := apiEvent(sev)
+		for s := range subs {
+			select {
+			case s.ch <- ev:
+			default:
+				e.removeSub(ev.Process, s)
+			}
+		}
+	}
+}
