@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/veena-wf/veena/internal/auth"
+)
+
+// newAccessTokenCmd manages the access tokens of the server (`veena token`),
+// not to be confused with the node tokens of processes (`veena tokens`).
+func newAccessTokenCmd() *cobra.Command {
+	var db, file string
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke access tokens of the server",
+		Long: `Create, list and revoke the bearer tokens 'veena serve' accepts.
+
+Roles: viewer (read everything), operator (also start, complete, backtrack and
+cancel processes, change environments), admin (also load definitions).
+
+Tokens are kept hashed (SHA-256) in a file, by default ` + TokenFileName + ` next
+to the SQLite data file (--db), or in the working directory for PostgreSQL.
+A running server notices changes within a second.`,
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", "", "the server's --db, to find the token file (env VEENA_DB; default "+DefaultDB+")")
+	cmd.PersistentFlags().StringVar(&file, "tokens-file", env("VEENA_TOKENS_FILE", ""), "the token file (env VEENA_TOKENS_FILE)")
+	path := func() string {
+		if file != "" {
+			return file
+		}
+		if db == "" {
+			db = env("VEENA_DB", DefaultDB)
+		}
+		return defaultTokensFile(db)
+	}
+
+	var role, name string
+	create := &cobra.Command{
+		Use:   "create --role ROLE --name NAME",
+		Short: "Create an access token and print it (once: it is stored hashed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := auth.ParseRole(role)
+			if err != nil {
+				return fmt.Errorf("veena token create: %w", err)
+			}
+			if name == "" {
+				return fmt.Errorf("veena token create: --name is required (it names the token for listing and revoking)")
+			}
+			secret, err := auth.Create(path(), name, r)
+			if err != nil {
+				return fmt.Errorf("veena token create: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, secret)
+			fmt.Fprintf(cmd.ErrOrStderr(), "Created %s token %q in %s. This is the only time it is shown;\nclients send it as VEENA_TOKEN or Authorization: Bearer <token>.\n", r, name, path())
+			return nil
+		},
+	}
+	create.Flags().StringVar(&role, "role", "", "viewer, operator or admin")
+	create.Flags().StringVar(&name, "name", "", "a name for the token")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List access tokens (names and roles, never the secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := auth.ReadFile(path())
+			if err != nil {
+				return fmt.Errorf("veena token list: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			if len(f.Tokens) == 0 {
+				fmt.Fprintf(out, "No access tokens in %s: the server runs open, on loopback only.\n", path())
+				return nil
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
+			for _, e := range f.Tokens {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.Role, stamp(e.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke an access token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := auth.Revoke(path(), args[0]); err != nil {
+				return fmt.Errorf("veena token revoke: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Revoked token %q\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+func newWhoamiCmd() *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Show the role the server gives your access token",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			var me struct {
+				Role         string `json:"role"`
+				Name         string `json:"name"`
+				AuthRequired bool   `json:"authRequired"`
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/whoami", nil, &me); err != nil {
+				return err
+			}
+			if me.Role == "open" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s runs open (no access tokens): every request may do everything\n", c.base)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "token %q, role %s on %s\n", me.Name, me.Role, c.base)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}

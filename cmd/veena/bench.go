@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/server"
+)
+
+// benchDefinition is the workload's definition: one wait node, so that a
+// process is a start and a completion.
+const benchDefinition = `<?xml version="1.0"?>
+<process-definition name="veena-bench" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="task" type="wait" isStart="true"/>
+</process-definition>
+`
+
+type benchOptions struct {
+	url      string
+	token    string
+	db       string
+	clients  int
+	duration time.Duration
+	noGoAPI  bool
+}
+
+func newBenchCmd() *cobra.Command {
+	var (
+		cfg         bench.Config
+		targets     []string
+		workloads   []string
+		engines     []int
+		groupCommit []string
+		asJSON      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the engine under load (processes/s, commands/s, latency) on SQLite and PostgreSQL",
+		Long: `Measure the engine through the Go API: concurrent clients run a workload for
+--duration on each target database, and the report gives processes/s, commands/s,
+p50/p99 command latency, transactions per process and, for comparison, the raw
+rate of one-row committed inserts on the same database.
+
+'veena bench http' measures the HTTP API against the same workload through the Go API.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Targets, cfg.Workloads, cfg.Engines = targets, workloads, engines
+			for _, g := range groupCommit {
+				switch g {
+				case "on", "true":
+					cfg.GroupCommit = append(cfg.GroupCommit, true)
+				case "off", "false":
+					cfg.GroupCommit = append(cfg.GroupCommit, false)
+				default:
+					return fmt.Errorf("veena bench: --group-commit %q: want on or off", g)
+				}
+			}
+			progress := cmd.ErrOrStderr()
+			rep, err := bench.Run(cmd.Context(), cfg, progress)
+			if asJSON {
+				if jerr := printJSON(cmd.OutOrStdout(), rep); jerr != nil {
+					return jerr
+				}
+			} else {
+				rep.WriteTable(cmd.OutOrStdout())
+			}
+			if err != nil {
+				return fmt.Errorf("veena bench: %w", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&targets, "targets", nil, "databases: sqlite-full, sqlite-normal, postgres, memory (default: the first three)")
+	f.StringSliceVar(&workloads, "workloads", nil, "wait, auto10, split10 (default: all)")
+	f.IntVar(&cfg.Concurrency, "clients", 16, "concurrent clients")
+	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "how long each run measures")
+	f.IntSliceVar(&engines, "engines", nil, "numbers of engines sharing PostgreSQL (default 1,3)")
+	f.StringSliceVar(&groupCommit, "group-commit", nil, "SQLite commit modes to measure: on, off (default both)")
+	f.IntVar(&cfg.Parked, "parked", 0, "processes waiting in the database before each run")
+	f.StringVar(&cfg.PostgresURL, "postgres", "", "PostgreSQL server (default $VEENA_TEST_POSTGRES or the local test database)")
+	f.StringVar(&cfg.Dir, "dir", "", "directory for the SQLite files (default: a temporary one)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.AddCommand(newBenchHTTPCmd())
+	return cmd
+}
+
+func newBenchHTTPCmd() *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "http",
+		Short: "Measure the HTTP API: many clients start and complete processes, beside the Go API",
+		Long: `Measure Veena's HTTP API under load. Each client repeatedly starts a process of a
+one-node definition, reads its tokens and completes its node (3 calls, each
+command with an Idempotency-Key), for --duration. The report gives requests/s,
+processes/s and p50/p99 latency per call.
+
+Without --url, it runs its own server on a loopback port over a fresh store
+(--db: a new SQLite file by default) and then runs the same workload through the
+Go API, so the two can be compared. With --url it measures that server (the
+token needs the admin role to load the benchmark definition).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", "", "measure this server instead of one of its own")
+	f.StringVar(&o.token, "token", "", "access token for --url (env VEENA_TOKEN)")
+	f.StringVar(&o.db, "db", "", "store of the built-in server: SQLite path, PostgreSQL URL or \"memory\" (default: a new SQLite file)")
+	f.IntVar(&o.clients, "clients", 200, "concurrent clients")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to run each workload")
+	f.BoolVar(&o.noGoAPI, "no-go-api", false, "skip the Go API comparison")
+	return cmd
+}
+
+type benchReport struct {
+	name              string
+	clients           int
+	processes, errors int64
+	requests          int64
+	elapsed           time.Duration
+	p50, p99          time.Duration
+	firstErr          error
+}
+
+func (r benchReport) line() string {
+	return fmt.Sprintf("%-7s %5d clients %5.1fs %8d processes %9.0f requests/s %8.0f processes/s   p50 %-9v p99 %-9v errors %d",
+		r.name, r.clients, r.elapsed.Seconds(), r.processes, float64(r.requests)/r.elapsed.Seconds(),
+		float64(r.processes)/r.elapsed.Seconds(), r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors)
+}
+
+// benchCycle is one process: start, read tokens, complete.
+type benchCycle func(ctx context.Context, key string) (lat [3]time.Duration, n int, err error)
+
+func runBench(ctx context.Context, o *benchOptions, out io.Writer) error {
+	if o.clients < 1 || o.duration <= 0 {
+		return fmt.Errorf("veena bench: --clients and --duration must be positive")
+	}
+	runID := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	fmt.Fprintf(out, "veena bench: %d clients, %v per workload, GOMAXPROCS %d\n", o.clients, o.duration, runtime.GOMAXPROCS(0))
+	if o.url != "" {
+		c, err := (&clientFlags{url: o.url, token: o.token}).client()
+		if err != nil {
+			return err
+		}
+		c.http = benchHTTPClient(o.clients)
+		if _, err := c.request(ctx, http.MethodPost, "/api/v1/definitions", nil, strings.NewReader(benchDefinition), "application/xml", nil, nil); err != nil {
+			return err
+		}
+		r := benchRun(ctx, "HTTP", o.clients, o.duration, runID, httpCycle(c))
+		fmt.Fprintln(out, r.line())
+		return r.err()
+	}
+
+	openEngine := func() (*veena.Engine, func(), error) {
+		db, cleanup := o.db, func() {}
+		if db == "" {
+			dir, err := os.MkdirTemp("", "veena-bench-")
+			if err != nil {
+				return nil, nil, err
+			}
+			db, cleanup = filepath.Join(dir, "veena.db"), func() { os.RemoveAll(dir) }
+		}
+		st, where, err := openStore(ctx, db)
+		if err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("veena bench: open %s: %w", where, err)
+		}
+		eng, err := veena.Open(ctx, veena.Options{Store: st})
+		if err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("veena bench: %w", err)
+		}
+		if _, _, err := eng.LoadDefinition(ctx, "veena-bench.wf.xml", []byte(benchDefinition), ""); err != nil {
+			eng.Close()
+			cleanup()
+			return nil, nil, fmt.Errorf("veena bench: %w", err)
+		}
+		fmt.Fprintf(out, "store: %s\n", where)
+		return eng, func() { eng.Close(); cleanup() }, nil
+	}
+
+	eng, closeEng, err := openEngine()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		closeEng()
+		return err
+	}
+	hs := server.HTTPServer(server.New(server.Config{Engine: eng, Loopback: true}), nil)
+	go hs.Serve(ln)
+	c, _ := (&clientFlags{url: "http://" + ln.Addr().String()}).client()
+	c.http = benchHTTPClient(o.clients)
+	httpReport := benchRun(ctx, "HTTP", o.clients, o.duration, runID, httpCycle(c))
+	hs.Close()
+	closeEng()
+	fmt.Fprintln(out, httpReport.line())
+	if err := httpReport.err(); err != nil || o.noGoAPI {
+		return err
+	}
+
+	eng, closeEng, err = openEngine()
+	if err != nil {
+		return err
+	}
+	defer closeEng()
+	goReport := benchRun(ctx, "Go API", o.clients, o.duration, runID, goCycle(eng))
+	fmt.Fprintln(out, goReport.line())
+	return goReport.err()
+}
+
+func (r benchReport) err() error {
+	if r.errors > 0 {
+		return fmt.Errorf("veena bench: %s: %d processes failed; the first: %v", r.name, r.errors, r.firstErr)
+	}
+	return nil
+}
+
+func benchHTTPClient(clients int) *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: clients * 2, MaxIdleConnsPerHost: clients * 2, IdleConnTimeout: time.Minute,
+	}}
+}
+
+func httpCycle(c *client) benchCycle {
+	call := func(ctx context.Context, method, path, body, key string, out any) (time.Duration, error) {
+		hdr := http.Header{}
+		if key != "" {
+			hdr.Set("Idempotency-Key", key)
+		}
+		var last error
+		var total time.Duration
+		for attempt := 0; attempt < 5; attempt++ {
+			var rd io.Reader
+			ctype := ""
+			if body != "" {
+				rd, ctype = bytes.NewReader([]byte(body)), "application/json"
+			}
+			start := time.Now()
+			_, err := c.request(ctx, method, path, nil, rd, ctype, hdr, out)
+			total += time.Since(start)
+			if err == nil {
+				return total, nil
+			}
+			if _, isAPI := err.(*apiError); isAPI || ctx.Err() != nil {
+				return total, err
+			}
+			last = err // a transport error: retry with the same key
+			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+		}
+		return total, last
+	}
+	return func(ctx context.Context, key string) (lat [3]time.Duration, n int, err error) {
+		var p veena.Process
+		if lat[0], err = call(ctx, "POST", "/api/v1/processes", `{"definition":"veena-bench"}`, key+"-start", &p); err != nil {
+			return lat, 1, err
+		}
+		var h veena.TokenHistory
+		if lat[1], err = call(ctx, "GET", "/api/v1/processes/"+p.ID+"/tokens", "", "", &h); err != nil {
+			return lat, 2, err
+		}
+		if len(h.NodeTokens) != 1 {
+			return lat, 2, fmt.Errorf("process %s has %d node tokens", p.ID, len(h.NodeTokens))
+		}
+		var done veena.Process
+		if lat[2], err = call(ctx, "POST", "/api/v1/node-tokens/"+h.NodeTokens[0].ID+"/complete", "{}", key+"-complete", &done); err != nil {
+			return lat, 3, err
+		}
+		if done.State != "completed" {
+			return lat, 3, fmt.Errorf("process %s is %s after completing", p.ID, done.State)
+		}
+		return lat, 3, nil
+	}
+}
+
+func goCycle(eng *veena.Engine) benchCycle {
+	return func(ctx context.Context, key string) (lat [3]time.Duration, n int, err error) {
+		t0 := time.Now()
+		p, err := eng.StartProcess(ctx, veena.StartRequest{Definition: "veena-bench", IdempotencyKey: key + "-start"})
+		lat[0] = time.Since(t0)
+		if err != nil {
+			return lat, 1, err
+		}
+		t0 = time.Now()
+		h, err := eng.Tokens(ctx, p.ID)
+		lat[1] = time.Since(t0)
+		if err != nil {
+			return lat, 2, err
+		}
+		t0 = time.Now()
+		done, err := eng.CompleteToken(ctx, h.NodeTokens[0].ID, veena.CompleteRequest{IdempotencyKey: key + "-complete"})
+		lat[2] = time.Since(t0)
+		if err != nil {
+			return lat, 3, err
+		}
+		if done.State != "completed" {
+			return lat, 3, fmt.Errorf("process %s is %s after completing", p.ID, done.State)
+		}
+		return lat, 3, nil
+	}
+}
+
+func benchRun(ctx context.Context, name string, clients int, d time.Duration, runID string, cycle benchCycle) benchReport {
+	var (
+		mu        sync.Mutex
+		lats      []time.Duration
+		processes atomic.Int64
+		requests  atomic.Int64
+		errs      atomic.Int64
+		firstErr  error
+		wg        sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			var mine []time.Duration
+			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				lat, n, err := cycle(ctx, fmt.Sprintf("%s-%s-%d-%d", runID, name, c, i))
+				mine = append(mine, lat[:n]...)
+				requests.Add(int64(n))
+				if err != nil {
+					if errs.Add(1) == 1 {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+					}
+					continue
+				}
+				processes.Add(1)
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		}(c)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	pct := func(p float64) time.Duration {
+		if len(lats) == 0 {
+			return 0
+		}
+		return lats[int(p*float64(len(lats)-1))]
+	}
+	return benchReport{name: name, clients: clients, processes: processes.Load(), requests: requests.Load(), errors: errs.Load(),
+		elapsed: elapsed, p50: pct(0.5), p99: pct(0.99), firstErr: firstErr}
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	veena "github.com/veena-wf/veena"
+)
+
+type outputFlag struct{ format string }
+
+func (o *outputFlag) add(cmd *cobra.Command, formats ...string) {
+	if len(formats) == 0 {
+		formats = []string{"table", "json"}
+	}
+	cmd.Flags().StringVarP(&o.format, "output", "o", formats[0], "output format: "+strings.Join(formats, ", "))
+}
+
+func (o *outputFlag) check(formats ...string) error {
+	if len(formats) == 0 {
+		formats = []string{"table", "json"}
+	}
+	for _, f := range formats {
+		if o.format == f {
+			return nil
+		}
+	}
+	return fmt.Errorf("veena: output format %q: want %s", o.format, strings.Join(formats, ", "))
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+func newDefinitionsCmd() *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:     "definitions",
+		Aliases: []string{"definition", "defs", "def"},
+		Short:   "Load and list process definitions on the server",
+	}
+	cf.add(cmd)
+
+	var format string
+	load := &cobra.Command{
+		Use:   "load FILE...",
+		Short: "Load definition files (a changed file makes a new version)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			failed := 0
+			for _, file := range args {
+				if err := loadFile(cmd, c, file, format, out); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), describe(err))
+					failed++
+				}
+			}
+			if failed > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("veena: %d of %d files not loaded", failed, len(args))}
+			}
+			return nil
+		},
+	}
+	load.Flags().StringVar(&format, "format", "", "sarasvati, bpmn, pnml or schema (default: sniffed from the content)")
+
+	var lo outputFlag
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the latest version of every definition",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := lo.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			var all []veena.Definition
+			after := ""
+			for {
+				var page struct {
+					Items []veena.Definition `json:"items"`
+					Next  string             `json:"next"`
+				}
+				q := url.Values{"limit": {"1000"}}
+				if after != "" {
+					q.Set("after", after)
+				}
+				if err := c.getJSON(cmd.Context(), "/api/v1/definitions", q, &page); err != nil {
+					return err
+				}
+				all = append(all, page.Items...)
+				if page.Next == "" || page.Next == after {
+					break
+				}
+				after = page.Next
+			}
+			out := cmd.OutOrStdout()
+			if lo.format == "json" {
+				if all == nil {
+					all = []veena.Definition{}
+				}
+				return printJSON(out, all)
+			}
+			if len(all) == 0 {
+				fmt.Fprintln(out, "No definitions loaded yet. Load one with: veena definitions load FILE")
+				return nil
+			}
+			tw := table(out)
+			fmt.Fprintln(tw, "NAME\tVERSION\tFORMAT\tNODES\tARCS\tLOADED")
+			for _, d := range all {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", d.Name, d.Version, d.Format, len(d.Nodes), len(d.Arcs), d.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+			}
+			return tw.Flush()
+		},
+	}
+	lo.add(list)
+
+	var version int
+	var so outputFlag
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a definition's nodes and arcs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := so.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			var d veena.Definition
+			if err := c.getJSON(cmd.Context(), definitionPath(args[0], version), nil, &d); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if so.format == "json" {
+				return printJSON(out, d)
+			}
+			fmt.Fprintf(out, "Definition %s, version %d (%s)\n  hash:   %s\n  loaded: %s\n\n", d.Name, d.Version, d.Format, d.Hash, d.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+			tw := table(out)
+			fmt.Fprintln(tw, "NODE\tTYPE\tSTART\tJOIN\tGUARD")
+			for _, n := range d.Nodes {
+				join := n.Join
+				if n.JoinParam != "" {
+					join += " " + n.JoinParam
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", qualified(n.External, n.Name), n.Type, yes(n.Start), join, oneLine(n.Guard))
+			}
+			tw.Flush()
+			fmt.Fprintln(out)
+			tw = table(out)
+			fmt.Fprintln(tw, "ARC\tFROM\tTO")
+			for _, a := range d.Arcs {
+				name := "(default)"
+				if a.Name != nil {
+					name = *a.Name
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", name, qualified(a.FromExternal, a.From), qualified(a.ToExternal, a.To))
+			}
+			return tw.Flush()
+		},
+	}
+	show.Flags().IntVar(&version, "version", 0, "the version (default: the latest)")
+	so.add(show)
+
+	var srcVersion int
+	source := &cobra.Command{
+		Use:   "source NAME",
+		Short: "Print the file a definition version was loaded from",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			v := srcVersion
+			if v == 0 {
+				var d veena.Definition
+				if err := c.getJSON(cmd.Context(), definitionPath(args[0], 0), nil, &d); err != nil {
+					return err
+				}
+				v = d.Version
+			}
+			_, err = c.request(cmd.Context(), http.MethodGet, definitionPath(args[0], v)+"/source", nil, nil, "", http.Header{"Accept": {"*/*"}}, cmd.OutOrStdout())
+			return err
+		},
+	}
+	source.Flags().IntVar(&srcVersion, "version", 0, "the version (default: the latest)")
+
+	var vo outputFlag
+	versions := &cobra.Command{
+		Use:   "versions NAME",
+		Short: "List every version of a definition",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := vo.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			var page struct {
+				Items []veena.Definition `json:"items"`
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/definitions/"+url.PathEscape(args[0])+"/versions", url.Values{"limit": {"1000"}}, &page); err != nil {
+				return err
+			}
+			if vo.format == "json" {
+				return printJSON(cmd.OutOrStdout(), page.Items)
+			}
+			tw := table(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "VERSION\tHASH\tLOADED")
+			for _, d := range page.Items {
+				fmt.Fprintf(tw, "%d\t%s\t%s\n", d.Version, short(d.Hash, 12), d.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+			}
+			return tw.Flush()
+		},
+	}
+	vo.add(versions)
+
+	cmd.AddCommand(load, list, show, source, versions)
+	return cmd
+}
+
+func definitionPath(name string, version int) string {
+	p := "/api/v1/definitions/" + url.PathEscape(name)
+	if version > 0 {
+		p += "/versions/" + strconv.Itoa(version)
+	}
+	return p
+}
+
+func loadFile(cmd *cobra.Command, c *client, file, format string, out io.Writer) error {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("veena: %w", err)
+	}
+	q := url.Values{"file": {filepath.Base(file)}}
+	if format != "" {
+		q.Set("format", format)
+	}
+	c.file = file
+	defer func() { c.file = "" }()
+	var d veena.Definition
+	status, err := c.request(cmd.Context(), http.MethodPost, "/api/v1/definitions", q, bytes.NewReader(src), contentTypeOf(file, src), nil, &d)
+	if err != nil {
+		return err
+	}
+	if status == http.StatusCreated {
+		fmt.Fprintf(out, "%s: loaded %s version %d\n", file, d.Name, d.Version)
+	} else {
+		fmt.Fprintf(out, "%s: %s version %d is unchanged\n", file, d.Name, d.Version)
+	}
+	return nil
+}
+
+func contentTypeOf(file string, src []byte) string {
+	switch ext := strings.ToLower(filepath.Ext(file)); ext {
+	case ".xml", ".bpmn", ".pnml":
+		return "application/xml"
+	case ".json":
+		return "application/json"
+	case ".yaml", ".yml":
+		return "application/yaml"
+	}
+	t := bytes.TrimSpace(src)
+	switch {
+	case len(t) > 0 && t[0] == '<':
+		return "application/xml"
+	case len(t) > 0 && t[0] == '{':
+		return "application/json"
+	}
+	return "text/plain"
+}
+
+func qualified(external, name string) string {
+	if external == "" {
+		return name
+	}
+	return external + ":" + name
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return ""
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return short(s, 60)
+}
+
+func short(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

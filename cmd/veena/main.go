@@ -1,0 +1,111 @@
+// Command veena is Veena's command line: `veena serve` runs the durable
+// engine behind the HTTP API and the web console; the other commands are
+// clients of that API (definitions, processes, tokens), manage access tokens
+// (token), check and run definitions offline (check, run) and measure the
+// server (bench).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// DefaultAddr is where `veena serve` listens unless told otherwise, and so
+// the server the client commands talk to by default.
+const DefaultAddr = "127.0.0.1:8080"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, describe(err))
+	return 1
+}
+
+// exitError ends the command with a status; msg was not printed yet.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// env returns the environment variable or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "veena",
+		Short: "Veena, a durable workflow engine",
+		Long: `Veena runs process definitions (Sarasvati graphs and more) durably.
+
+  veena serve                          run the engine, the HTTP API and the web console
+  veena definitions load order.wf.xml  load a definition into the running server
+  veena processes start order          start a process
+
+Client commands talk to --url (VEENA_URL, default http://` + DefaultAddr + `)
+with the access token --token (VEENA_TOKEN).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.AddCommand(
+		newServeCmd(),
+		newDefinitionsCmd(),
+		newProcessesCmd(),
+		newTokensCmd(),
+		newAccessTokenCmd(),
+		newWhoamiCmd(),
+		newCheckCmd(),
+		newRunCmd(),
+		newBenchCmd(),
+	)
+	return root
+}
+
+// describe renders an error for a person.
+func describe(err error) string {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.describe()
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "veena") {
+		return msg
+	}
+	return "veena: " + msg
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/console"
+	"github.com/veena-wf/veena/internal/auth"
+	"github.com/veena-wf/veena/server"
+)
+
+var _ server.Engine = (*veena.Engine)(nil)
+
+// DefaultDB is the SQLite file `veena serve` keeps its data in, in the
+// working directory.
+const DefaultDB = "veena.db"
+
+// TokenFileName is the name of the access token file, kept next to the
+// SQLite file (or in the working directory for PostgreSQL).
+const TokenFileName = "veena-tokens.json"
+
+type serveOptions struct {
+	addr        string
+	db          string
+	definitions string
+	tokensFile  string
+	tokens      []string
+	logLevel    string
+	drain       time.Duration
+	maxBody     int64
+}
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the engine, the HTTP API and the web console",
+		Long: `Run Veena: the durable engine behind the HTTP API (/api/v1), the web console (/)
+and /healthz, /readyz, /metrics.
+
+With no flags the data is kept in ./veena.db (SQLite) and the server listens on
+` + DefaultAddr + `. Without access tokens the server runs open, and only on loopback;
+create tokens with 'veena token create' (kept hashed in ` + TokenFileName + ` next to the
+data file) or pass --token ROLE=SECRET.
+
+SIGTERM or SIGINT stop accepting connections, let requests in flight finish
+(up to --drain) and stop the engine.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Read here rather than as the flag's default, so that --help
+			// never shows a database password.
+			if !cmd.Flags().Changed("db") {
+				o.db = env("VEENA_DB", DefaultDB)
+			}
+			return serve(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr(), nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", env("VEENA_ADDR", DefaultAddr), "host:port to listen on (env VEENA_ADDR)")
+	f.StringVar(&o.addr, "listen", env("VEENA_ADDR", DefaultAddr), "same as --addr")
+	_ = f.MarkHidden("listen")
+	f.StringVar(&o.db, "db", DefaultDB, "SQLite file path, PostgreSQL URL (postgres://…) or \"memory\" (env VEENA_DB)")
+	f.StringVar(&o.definitions, "definitions", env("VEENA_DEFINITIONS", ""), "directory of *.wf.xml definitions to load at start (env VEENA_DEFINITIONS)")
+	f.StringVar(&o.tokensFile, "tokens-file", env("VEENA_TOKENS_FILE", ""), "access token file (env VEENA_TOKENS_FILE; default "+TokenFileName+" next to the SQLite file)")
+	f.StringArrayVar(&o.tokens, "token", nil, "access token as ROLE=SECRET, repeatable (env VEENA_TOKENS, comma-separated)")
+	f.StringVar(&o.logLevel, "log-level", env("VEENA_LOG_LEVEL", "info"), "debug, info, warn or error (env VEENA_LOG_LEVEL)")
+	f.DurationVar(&o.drain, "drain", 30*time.Second, "how long to wait for requests in flight when stopping")
+	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isPostgres reports whether a --db value is a PostgreSQL URL.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// redact hides the password of a database URL.
+func redact(db string) string {
+	u, err := url.Parse(db)
+	if err != nil {
+		return "(an unreadable database URL)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// defaultTokensFile is where the access tokens of a --db are kept.
+func defaultTokensFile(db string) string {
+	if isPostgres(db) || db == "memory" || db == ":memory:" {
+		return TokenFileName
+	}
+	return filepath.Join(filepath.Dir(db), TokenFileName)
+}
+
+// serve runs the server until ctx ends. ready, if not nil, receives the
+// base URL once the server accepts requests.
+func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready chan<- string) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("veena serve: --log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	if len(o.tokens) == 0 {
+		o.tokens = splitList(env("VEENA_TOKENS", ""))
+	}
+	tokensFile := o.tokensFile
+	if tokensFile == "" {
+		tokensFile = defaultTokensFile(o.db)
+	}
+	authn, err := auth.NewAuthenticator(tokensFile, o.tokens)
+	if err != nil {
+		return fmt.Errorf("veena serve: %w", err)
+	}
+	if !authn.Configured() && !server.IsLoopbackAddr(o.addr) {
+		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens: an open server may listen on loopback only (e.g. --addr %s).\n  Create a token with `veena token create --role admin --name me` or pass --token ROLE=SECRET", o.addr, DefaultAddr)
+	}
+
+	st, where, err := openStore(ctx, o.db)
+	if err != nil {
+		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
+	}
+	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions})
+	if err != nil {
+		_ = st.Close()
+		return fmt.Errorf("veena serve: %w", err)
+	}
+	defer eng.Close()
+	if err := eng.Start(ctx); err != nil {
+		return fmt.Errorf("veena serve: start the engine: %w", err)
+	}
+	defer eng.Stop()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("veena serve: listen on %s: %w", o.addr, err)
+	}
+	loopback := server.IsLoopbackAddr(ln.Addr().String())
+	if !loopback && !authn.Configured() {
+		ln.Close()
+		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens", ln.Addr())
+	}
+	srv := server.New(server.Config{
+		Engine:   eng,
+		Auth:     authn,
+		Loopback: loopback,
+		Console:  console.Handler(),
+		Logger:   logger,
+		MaxBody:  o.maxBody,
+	})
+	hs := server.HTTPServer(srv, logger)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	base := "http://" + displayAddr(ln.Addr().String())
+	fmt.Fprintf(stdout, "Veena is serving on %s\n", base)
+	fmt.Fprintf(stdout, "  data:    %s\n", where)
+	fmt.Fprintf(stdout, "  console: %s/\n", base)
+	fmt.Fprintf(stdout, "  api:     %s/api/v1 (OpenAPI: %s/api/v1/openapi.json)\n", base, base)
+	if authn.Configured() {
+		fmt.Fprintf(stdout, "  access:  bearer tokens required (token file %s)\n", tokensFile)
+	} else {
+		fmt.Fprintf(stdout, "  open: no access tokens configured, listening on loopback only\n")
+	}
+	if ready != nil {
+		ready <- base
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("veena serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "Veena is stopping: finishing requests in flight")
+	dctx, cancel := context.WithTimeout(context.Background(), o.drain)
+	defer cancel()
+	if err := hs.Shutdown(dctx); err != nil {
+		logger.Warn("requests still running after the drain period were cut off", "err", err)
+		_ = hs.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warn("server", "err", err)
+	}
+	eng.Stop()
+	if err := eng.Close(); err != nil {
+		return fmt.Errorf("veena serve: close the store: %w", err)
+	}
+	fmt.Fprintln(stdout, "Veena stopped")
+	return nil
+}
+
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+	veena "github.com/veena-wf/veena"
+)
+
+func newTokensCmd() *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:     "tokens",
+		Aliases: []string{"node-tokens"},
+		Short:   "Complete, backtrack and show node tokens on the server",
+	}
+	cf.add(cmd)
+
+	var (
+		arcs     []string
+		noArc    bool
+		envPairs []string
+		setName  string
+		setCount int
+		setEnv   []string
+		key      string
+		compOut  outputFlag
+	)
+	complete := &cobra.Command{
+		Use:   "complete TOKEN_ID",
+		Short: "Complete an active node token; the process runs until every token waits",
+		Long: `Complete an active node token.
+
+Without --arc the token leaves on the default (unnamed) arcs. Each --arc NAME
+names arcs to leave on (Sarasvati's completeMany); --arc "" names the default
+arcs among others. --no-arc leaves on no arc (the branch ends). --env sets
+attributes of the token first. --token-set NAME --count N completes with a new
+token set on the single arc given.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := compOut.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			body := map[string]any{}
+			switch {
+			case noArc && len(arcs) > 0:
+				return fmt.Errorf("veena: --no-arc and --arc exclude each other")
+			case noArc:
+				body["arcs"] = []string{}
+			case len(arcs) > 0:
+				list := make([]*string, len(arcs))
+				for i := range arcs {
+					if arcs[i] != "" {
+						list[i] = &arcs[i]
+					}
+				}
+				body["arcs"] = list
+			}
+			if e, err := parseEnv(envPairs); err != nil {
+				return err
+			} else if e != nil {
+				body["env"] = e
+			}
+			if setName != "" {
+				ts := map[string]any{"name": setName, "count": setCount}
+				if e, err := parseEnv(setEnv); err != nil {
+					return err
+				} else if e != nil {
+					ts["env"] = e
+				}
+				body["tokenSet"] = ts
+			}
+			var p veena.Process
+			if _, err := c.postJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/complete", body, &p, key); err != nil {
+				return err
+			}
+			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, compOut.format)
+		},
+	}
+	complete.Flags().StringArrayVar(&arcs, "arc", nil, "arc name to leave on, repeatable (\"\" = the default arcs)")
+	complete.Flags().BoolVar(&noArc, "no-arc", false, "leave on no arc")
+	complete.Flags().StringArrayVar(&envPairs, "env", nil, "token attribute NAME=VALUE, repeatable")
+	complete.Flags().StringVar(&setName, "token-set", "", "complete with a new token set of this name")
+	complete.Flags().IntVar(&setCount, "count", 1, "members of the new token set")
+	complete.Flags().StringArrayVar(&setEnv, "set-env", nil, "token set attribute NAME=VALUE, repeatable")
+	complete.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
+	compOut.add(complete)
+
+	var btKey string
+	var btOut outputFlag
+	backtrack := &cobra.Command{
+		Use:   "backtrack TOKEN_ID",
+		Short: "Backtrack the process to a completed node token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := btOut.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			var p veena.Process
+			if _, err := c.postJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/backtrack", struct{}{}, &p, btKey); err != nil {
+				return err
+			}
+			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, btOut.format)
+		},
+	}
+	backtrack.Flags().StringVar(&btKey, "idempotency-key", "", "a key that makes a retry return the first result")
+	btOut.add(backtrack)
+
+	var showOut outputFlag
+	show := &cobra.Command{
+		Use:   "show TOKEN_ID",
+		Short: "Show a node token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := showOut.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			var t veena.NodeToken
+			if err := c.getJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0]), nil, &t); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if showOut.format == "json" {
+				return printJSON(out, t)
+			}
+			state := "active"
+			if t.Complete {
+				state = "complete"
+			}
+			fmt.Fprintf(out, "Node token %s\n", t.ID)
+			fmt.Fprintf(out, "  process:   %s\n  node:      %s\n  state:     %s (%s)\n", t.Process, qualified(t.External, t.Node), state, t.ExecutionType)
+			if t.GuardAction != nil {
+				fmt.Fprintf(out, "  guard:     %s\n", *t.GuardAction)
+			}
+			fmt.Fprintf(out, "  created:   %s\n", stamp(t.CreatedAt))
+			if t.CompletedAt != nil {
+				fmt.Fprintf(out, "  completed: %s\n", stamp(*t.CompletedAt))
+			}
+			for _, s := range t.TokenSets {
+				fmt.Fprintf(out, "  token set: %s member %d\n", s.Name, s.Member)
+			}
+			if len(t.Env) > 0 {
+				fmt.Fprintln(out, "  env:")
+				printEnv(out, "    ", t.Env)
+			}
+			return nil
+		},
+	}
+	showOut.add(show)
+
+	var envOut outputFlag
+	envCmd := &cobra.Command{
+		Use:   "env TOKEN_ID [NAME=VALUE…]",
+		Short: "Show the token's environment, or merge attributes into it (NAME= removes one)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := envOut.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			return envCommand(cmd.Context(), c, cmd.OutOrStdout(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/env", args[1:], envOut.format)
+		},
+	}
+	envOut.add(envCmd)
+
+	cmd.AddCommand(complete, backtrack, show, envCmd)
+	return cmd
+}
+
+var execShort = map[string]string{
+	"forward":             "F",
+	"forward_backtracked": "FB",
+	"backtracked":         "B",
+	"uturn":               "U",
+	"uturn_backtracked":   "UB",
+}
+
+func shortExec(x string) string {
+	if s, ok := execShort[x]; ok {
+		return s
+	}
+	return x
+}
+
+// historyTree renders a token history in the TestProcess notation: each node
+// token as [n NODE status type (set member)…] in creation order, followed by
+// its child arc tokens as (status type target). n is the 1-based position in
+// the history; the target of a complete arc token is its child's number,
+// otherwise the node it leads to.
+func historyTree(h *veena.TokenHistory) string {
+	num := make(map[string]int, len(h.NodeTokens))
+	for i, t := range h.NodeTokens {
+		num[t.ID] = i + 1
+	}
+	arcs := make(map[string]*veena.ArcToken, len(h.ArcTokens))
+	for i := range h.ArcTokens {
+		arcs[h.ArcTokens[i].ID] = &h.ArcTokens[i]
+	}
+	var b strings.Builder
+	for i, t := range h.NodeTokens {
+		status := "I"
+		if t.Complete {
+			status = "C"
+		}
+		fmt.Fprintf(&b, "[%d %s %s %s", i+1, qualified(t.External, t.Node), status, shortExec(t.ExecutionType))
+		for _, s := range t.TokenSets {
+			fmt.Fprintf(&b, " %s %d", s.Name, s.Member)
+		}
+		b.WriteString("]\n")
+		children := t.Children
+		if len(children) == 0 {
+			// Fall back to the arc tokens that name this token as parent.
+			for _, a := range h.ArcTokens {
+				if a.Parent == t.ID {
+					children = append(children, a.ID)
+				}
+			}
+		}
+		for _, id := range children {
+			a := arcs[id]
+			if a == nil {
+				continue
+			}
+			to := qualified(a.Arc.ToExternal, a.Arc.To)
+			switch {
+			case a.Complete && a.Child != nil && num[*a.Child] > 0:
+				fmt.Fprintf(&b, "  (C %s %d)\n", shortExec(a.ExecutionType), num[*a.Child])
+			case a.Pending:
+				fmt.Fprintf(&b, "  (P %s %s)\n", shortExec(a.ExecutionType), to)
+			default:
+				fmt.Fprintf(&b, "  (I %s %s)\n", shortExec(a.ExecutionType), to)
+			}
+		}
+	}
+	return b.String()
+}
+
+func historyTable(out io.Writer, h *veena.TokenHistory) error {
+	num := make(map[string]int, len(h.NodeTokens))
+	for i, t := range h.NodeTokens {
+		num[t.ID] = i + 1
+	}
+	ref := func(id *string) string {
+		if id == nil {
+			return "-"
+		}
+		if n, ok := num[*id]; ok {
+			return fmt.Sprintf("#%d", n)
+		}
+		return *id
+	}
+	tw := table(out)
+	fmt.Fprintln(tw, "#\tNODE TOKEN\tNODE\tSTATE\tEXECUTION\tGUARD\tSETS\tCREATED\tCOMPLETED")
+	for i, t := range h.NodeTokens {
+		state := "active"
+		if t.Complete {
+			state = "complete"
+		}
+		var sets []string
+		for _, s := range t.TokenSets {
+			sets = append(sets, fmt.Sprintf("%s/%d", s.Name, s.Member))
+		}
+		completed := ""
+		if t.CompletedAt != nil {
+			completed = stamp(*t.CompletedAt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, t.ID, qualified(t.External, t.Node), state, t.ExecutionType,
+			deref(t.GuardAction), strings.Join(sets, ","), stamp(t.CreatedAt), completed)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(h.ArcTokens) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out)
+	tw = table(out)
+	fmt.Fprintln(tw, "ARC TOKEN\tARC\tNAME\tSTATE\tEXECUTION\tFROM\tTO")
+	for _, a := range h.ArcTokens {
+		state := "waiting"
+		switch {
+		case a.Complete:
+			state = "complete"
+		case a.Pending:
+			state = "pending"
+		}
+		name := "(default)"
+		if a.Arc.Name != nil {
+			name = *a.Arc.Name
+		}
+		parent := a.Parent
+		fmt.Fprintf(tw, "%s\t%s->%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, qualified(a.Arc.FromExternal, a.Arc.From), qualified(a.Arc.ToExternal, a.Arc.To),
+			name, state, a.ExecutionType, ref(&parent), ref(a.Child))
+	}
+	return tw.Flush()
+}

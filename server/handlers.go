@@ -1,0 +1,582 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/kernel"
+)
+
+// Page is a page of a list: {"items", "next"}.
+type Page[T any] struct {
+	Items []T    `json:"items"`
+	Next  string `json:"next"`
+}
+
+// Paging limits.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	if p.Status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", p.Code, "err", err)
+	}
+	writeProblem(w, p)
+}
+
+func badRequest(w http.ResponseWriter, format string, args ...any) {
+	writeProblem(w, newProblem(CodeInvalidArgument, fmt.Sprintf(format, args...)))
+}
+
+// limitOf reads ?limit= (default 100, 1..1000).
+func limitOf(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxLimit {
+		return 0, fmt.Errorf("limit %q: want a whole number from 1 to %d", v, MaxLimit)
+	}
+	return n, nil
+}
+
+// readBody reads the whole body within the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Problem) {
+	if r.ContentLength > s.cfg.MaxBody {
+		return nil, newProblem(CodePayloadTooLarge, fmt.Sprintf("the body is %d bytes; the limit is %d bytes", r.ContentLength, s.cfg.MaxBody))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newProblem(CodePayloadTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", s.cfg.MaxBody))
+		}
+		return nil, newProblem(CodeInvalidArgument, "could not read the request body: "+err.Error())
+	}
+	return body, nil
+}
+
+// decodeJSON reads a JSON object body into dst. An empty body leaves dst as
+// it is when optional; otherwise it is an error. Unknown fields are refused
+// so that a misspelt field does not pass silently.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, optional bool) bool {
+	body, p := s.readBody(w, r)
+	if p != nil {
+		writeProblem(w, p)
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return true
+		}
+		writeProblem(w, newProblem(CodeInvalidArgument, "the request needs a JSON body"))
+		return false
+	}
+	if mt := mediaType(r.Header.Get("Content-Type")); mt != "" && !isJSONType(mt) {
+		writeProblem(w, newProblem(CodeUnsupportedMediaType, fmt.Sprintf("send the body as application/json, not %s", mt)))
+		return false
+	} else if mt == "" {
+		writeProblem(w, newProblem(CodeUnsupportedMediaType, "send the body with Content-Type: application/json"))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		var ute *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &ute):
+			field := ute.Field
+			if field == "" {
+				field = "the body"
+			}
+			writeProblem(w, newProblem(CodeInvalidArgument, fmt.Sprintf("%s: expected %s, got JSON %s", field, ute.Type, ute.Value)))
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			writeProblem(w, newProblem(CodeInvalidArgument, strings.TrimPrefix(err.Error(), "json: ")))
+		case strings.HasPrefix(err.Error(), "attribute value") || strings.Contains(err.Error(), "attribute"):
+			writeProblem(w, newProblem(CodeInvalidArgument, err.Error()))
+		default:
+			writeProblem(w, newProblem(CodeInvalidJSON, "the body is not valid JSON: "+err.Error()))
+		}
+		return false
+	}
+	if dec.More() {
+		writeProblem(w, newProblem(CodeInvalidJSON, "the body holds more than one JSON value"))
+		return false
+	}
+	return true
+}
+
+// attrs is a JSON object of attribute values; null removes an attribute.
+type attrs map[string]json.RawMessage
+
+// values converts attributes to Go values for the engine (nil for null).
+func (a attrs) values(where string) (map[string]any, error) {
+	if a == nil {
+		return nil, nil
+	}
+	out := make(map[string]any, len(a))
+	for k, raw := range a {
+		v, err := attrValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s attribute %q: %w", where, k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func attrValue(raw json.RawMessage) (any, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	if t[0] == '[' {
+		return nil, errors.New("arrays are not attribute values (use a string, number, boolean or {\"date\": \"...\"})")
+	}
+	var v kernel.Value
+	if err := json.Unmarshal(t, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ---- definitions
+
+var formats = map[string]bool{"": true, "sarasvati": true, "bpmn": true, "pnml": true, "schema": true}
+
+func (s *Server) loadDefinition(w http.ResponseWriter, r *http.Request) {
+	format := r.URL.Query().Get("format")
+	if !formats[format] {
+		badRequest(w, "format %q: want sarasvati, bpmn, pnml or schema", format)
+		return
+	}
+	switch mt := mediaType(r.Header.Get("Content-Type")); {
+	case mt == "", mt == "application/octet-stream", mt == "text/plain",
+		mt == "application/xml", mt == "text/xml", strings.HasSuffix(mt, "+xml"),
+		isJSONType(mt), strings.HasSuffix(mt, "yaml"):
+	default:
+		writeProblem(w, newProblem(CodeUnsupportedMediaType, fmt.Sprintf("a definition is sent as the file itself (XML, JSON or YAML), not as %s", mt)))
+		return
+	}
+	body, p := s.readBody(w, r)
+	if p != nil {
+		writeProblem(w, p)
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		badRequest(w, "the request body must be the definition file; it is empty")
+		return
+	}
+	file := r.URL.Query().Get("file")
+	if file == "" {
+		file = "definition"
+	}
+	d, created, err := s.cfg.Engine.LoadDefinition(r.Context(), file, body, format)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", fmt.Sprintf("/api/v1/definitions/%s/versions/%d", d.Name, d.Version))
+	}
+	writeJSON(w, status, d)
+}
+
+func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitOf(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	defs, err := s.cfg.Engine.Definitions(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	after := r.URL.Query().Get("after")
+	page := Page[*veena.Definition]{Items: []*veena.Definition{}}
+	for _, d := range defs {
+		if after != "" && d.Name <= after {
+			continue
+		}
+		if len(page.Items) == limit {
+			page.Next = page.Items[len(page.Items)-1].Name
+			break
+		}
+		page.Items = append(page.Items, d)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func versionOf(r *http.Request) (int, error) {
+	v := r.PathValue("version")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("version %q: want a whole number from 1", v)
+	}
+	return n, nil
+}
+
+func (s *Server) getDefinition(w http.ResponseWriter, r *http.Request) {
+	version, err := versionOf(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	d, err := s.cfg.Engine.Definition(r.Context(), r.PathValue("name"), version)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitOf(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	after := 0
+	if a := r.URL.Query().Get("after"); a != "" {
+		if after, err = strconv.Atoi(a); err != nil || after < 0 {
+			badRequest(w, "after %q: want the version number the previous page ended with", a)
+			return
+		}
+	}
+	vs, err := s.cfg.Engine.DefinitionVersions(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(vs) == 0 {
+		writeProblem(w, newProblem(CodeNotFound, fmt.Sprintf("no definition named %q", r.PathValue("name"))))
+		return
+	}
+	page := Page[*veena.Definition]{Items: []*veena.Definition{}}
+	for _, d := range vs {
+		if d.Version <= after {
+			continue
+		}
+		if len(page.Items) == limit {
+			page.Next = strconv.Itoa(page.Items[len(page.Items)-1].Version)
+			break
+		}
+		page.Items = append(page.Items, d)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
+	version, err := versionOf(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	name := r.PathValue("name")
+	src, err := s.cfg.Engine.DefinitionSource(r.Context(), name, version)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ct := "text/plain; charset=utf-8"
+	switch t := bytes.TrimLeft(src, " \t\r\n\xef\xbb\xbf"); {
+	case len(t) > 0 && t[0] == '<':
+		ct = "application/xml"
+	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	w.Header().Set("Content-Length", strconv.Itoa(len(src)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(src)
+}
+
+// ---- processes
+
+// StartBody is the body of POST /api/v1/processes.
+type StartBody struct {
+	Definition string            `json:"definition"`
+	Version    int               `json:"version,omitempty"`
+	Env        attrs             `json:"env,omitempty"`
+	Context    map[string]string `json:"context,omitempty"`
+}
+
+func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
+	var body StartBody
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	if body.Definition == "" {
+		badRequest(w, "definition: the name of the definition to start is required")
+		return
+	}
+	if body.Version < 0 {
+		badRequest(w, "version %d: want a version number from 1, or none for the latest", body.Version)
+		return
+	}
+	env, err := body.Env.values("env")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	p, err := s.cfg.Engine.StartProcess(r.Context(), veena.StartRequest{
+		Definition:     body.Definition,
+		Version:        body.Version,
+		Env:            env,
+		Context:        body.Context,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/processes/"+p.ID)
+	writeJSON(w, http.StatusCreated, p)
+}
+
+var processStates = map[string]bool{
+	"": true, "created": true, "executing": true, "pending_completion": true,
+	"completed": true, "pending_cancel": true, "canceled": true,
+}
+
+func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := limitOf(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	if st := q.Get("state"); !processStates[st] {
+		badRequest(w, "state %q: want created, executing, pending_completion, completed, pending_cancel or canceled", st)
+		return
+	}
+	page, err := s.cfg.Engine.Processes(r.Context(), veena.ProcessFilter{
+		Definition:  q.Get("definition"),
+		State:       q.Get("state"),
+		ParentToken: q.Get("parentToken"),
+		Limit:       limit,
+		After:       q.Get("after"),
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if page.Items == nil {
+		page.Items = []veena.Process{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) {
+	p, err := s.cfg.Engine.Process(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// emptyBody is the optional body of cancel and backtrack: an empty object.
+type emptyBody struct{}
+
+func (s *Server) cancelProcess(w http.ResponseWriter, r *http.Request) {
+	if !s.decodeJSON(w, r, &emptyBody{}, true) {
+		return
+	}
+	p, err := s.cfg.Engine.CancelProcess(r.Context(), r.PathValue("id"), r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) getTokens(w http.ResponseWriter, r *http.Request) {
+	h, err := s.cfg.Engine.Tokens(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if h.NodeTokens == nil {
+		h.NodeTokens = []veena.NodeToken{}
+	}
+	if h.ArcTokens == nil {
+		h.ArcTokens = []veena.ArcToken{}
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) getProcessEnv(w http.ResponseWriter, r *http.Request) {
+	env, err := s.cfg.Engine.ProcessEnv(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEnv(w, env)
+}
+
+func writeEnv(w http.ResponseWriter, env map[string]veena.Value) {
+	if env == nil {
+		env = map[string]veena.Value{}
+	}
+	writeJSON(w, http.StatusOK, env)
+}
+
+func (s *Server) patchProcessEnv(w http.ResponseWriter, r *http.Request) {
+	var body attrs
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	patch, err := body.values("env")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	env, err := s.cfg.Engine.PatchProcessEnv(r.Context(), r.PathValue("id"), patch)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEnv(w, env)
+}
+
+// ---- node tokens
+
+func (s *Server) getNodeToken(w http.ResponseWriter, r *http.Request) {
+	t, err := s.cfg.Engine.NodeToken(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// CompleteBody is the body of POST /api/v1/node-tokens/{id}/complete.
+type CompleteBody struct {
+	Arcs     *[]*string    `json:"arcs,omitempty"`
+	Env      attrs         `json:"env,omitempty"`
+	TokenSet *TokenSetBody `json:"tokenSet,omitempty"`
+}
+
+// TokenSetBody asks for a new token set on completion.
+type TokenSetBody struct {
+	Name      string                       `json:"name"`
+	Count     int                          `json:"count"`
+	Env       attrs                        `json:"env,omitempty"`
+	MemberEnv map[string][]json.RawMessage `json:"memberEnv,omitempty"`
+}
+
+func (s *Server) completeToken(w http.ResponseWriter, r *http.Request) {
+	var body CompleteBody
+	if !s.decodeJSON(w, r, &body, true) {
+		return
+	}
+	req := veena.CompleteRequest{IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	if body.Arcs != nil {
+		req.Arcs = *body.Arcs
+		if req.Arcs == nil {
+			req.Arcs = []*string{}
+		}
+	}
+	var err error
+	if req.Env, err = body.Env.values("env"); err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	if ts := body.TokenSet; ts != nil {
+		if ts.Name == "" {
+			badRequest(w, "tokenSet.name is required")
+			return
+		}
+		if ts.Count < 1 {
+			badRequest(w, "tokenSet.count %d: a token set needs at least one member", ts.Count)
+			return
+		}
+		tr := &veena.TokenSetRequest{Name: ts.Name, Count: ts.Count}
+		if tr.Env, err = ts.Env.values("tokenSet.env"); err != nil {
+			badRequest(w, "%v", err)
+			return
+		}
+		if ts.MemberEnv != nil {
+			tr.MemberEnv = make(map[string][]any, len(ts.MemberEnv))
+			for k, list := range ts.MemberEnv {
+				vals := make([]any, len(list))
+				for i, raw := range list {
+					if vals[i], err = attrValue(raw); err != nil {
+						badRequest(w, "tokenSet.memberEnv attribute %q member %d: %v", k, i, err)
+						return
+					}
+				}
+				tr.MemberEnv[k] = vals
+			}
+		}
+		req.TokenSet = tr
+	}
+	p, err := s.cfg.Engine.CompleteToken(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) backtrack(w http.ResponseWriter, r *http.Request) {
+	if !s.decodeJSON(w, r, &emptyBody{}, true) {
+		return
+	}
+	p, err := s.cfg.Engine.Backtrack(r.Context(), r.PathValue("id"), r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) getTokenEnv(w http.ResponseWriter, r *http.Request) {
+	env, err := s.cfg.Engine.TokenEnv(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEnv(w, env)
+}
+
+func (s *Server) patchTokenEnv(w http.ResponseWriter, r *http.Request) {
+	var body attrs
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	patch, err := body.values("env")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	env, err := s.cfg.Engine.PatchTokenEnv(r.Context(), r.PathValue("id"), patch)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEnv(w, env)
+}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus collectors.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inflight prometheus.Gauge
+	streams  prometheus.Gauge
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "veena_http_requests_total",
+			Help: "HTTP requests answered, by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "veena_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by route and method (event streams excluded).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "veena_http_requests_in_flight",
+			Help: "HTTP requests being answered now.",
+		}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "veena_event_streams",
+			Help: "Open server-sent event streams.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.inflight, m.streams)
+	// A registry given by the caller may already hold the runtime collectors.
+	_ = reg.Register(collectors.NewGoCollector())
+	_ = reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	if d > 0 {
+		m.latency.WithLabelValues(route, method).Observe(d.Seconds())
+	}
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	stream bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// instrument counts and times requests of one route.
+func (s *Server) instrument(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		s.metrics.inflight.Inc()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			s.metrics.inflight.Dec()
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			d := time.Since(start)
+			if sw.stream {
+				d = 0
+			}
+			s.metrics.observe(route, r.Method, status, d)
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("http", "method", r.Method, "path", r.URL.Path, "status", status, "duration", time.Since(start))
+			}
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
