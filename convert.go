@@ -12,10 +12,14 @@ import (
 	"github.com/veena-wf/veena/store"
 )
 
-func jsonMarshal(v any) ([]byte, error)        { return json.Marshal(v) }
-func jsonUnmarshal(b []byte, v any) error      { return json.Unmarshal(b, v) }
-func nodeTokenID(process string, i int) string { return process + ".n" + strconv.Itoa(i) }
-func arcTokenID(process string, i int) string  { return process + ".a" + strconv.Itoa(i) }
+func jsonMarshal(v any) ([]byte, error)   { return json.Marshal(v) }
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// Token ids are the process id plus the token's number in the TestProcess
+// notation (creation order from 1): "<process>.n3" is node token [3 …],
+// "<process>.a2" arc token 2. Kernel messages number tokens the same way.
+func nodeTokenID(process string, i int) string { return process + ".n" + strconv.Itoa(i+1) }
+func arcTokenID(process string, i int) string  { return process + ".a" + strconv.Itoa(i+1) }
 
 // parseTokenID splits a token id into its process id and index; kind is
 // 'n' for node tokens and 'a' for arc tokens.
@@ -25,10 +29,10 @@ func parseTokenID(id string, kind byte) (string, int, error) {
 		return "", 0, notFound("node token %q", id)
 	}
 	n, err := strconv.Atoi(id[i+2:])
-	if err != nil || n < 0 || strconv.Itoa(n) != id[i+2:] {
+	if err != nil || n < 1 || strconv.Itoa(n) != id[i+2:] {
 		return "", 0, notFound("node token %q", id)
 	}
-	return id[:i], n, nil
+	return id[:i], n - 1, nil
 }
 
 func notFound(format string, args ...any) error {
@@ -43,7 +47,7 @@ func definitionOf(g *graph.Graph) *Definition {
 	d := &Definition{Name: g.Name, Version: g.Version, Format: g.Format, Hash: g.Hash, CreatedAt: g.CreatedAt,
 		Nodes: make([]Node, len(g.Nodes)), Arcs: make([]Arc, len(g.Arcs))}
 	for i, n := range g.Nodes {
-		d.Nodes[i] = Node{Name: n.Name, External: n.ExternalName(), Type: n.Type, Start: n.IsStart,
+		d.Nodes[i] = Node{Name: n.Name, External: n.ExternalName(), Type: n.Type, Start: n.IsStart && n.External == nil,
 			Join: string(n.Join), JoinParam: n.JoinParam, Guard: n.Guard}
 	}
 	for i, a := range g.Arcs {

@@ -445,7 +445,7 @@ var workloads = map[string]workload{
 }
 
 // run drives one process: start, then complete its waiting tokens (node
-// tokens 1..waits, which the start leaves waiting).
+// tokens 2..waits+1 in the API's numbering, which the start leaves waiting).
 func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration) (int, error) {
 	t := time.Now()
 	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: w.name, Env: map[string]any{"client": "bench"}})
@@ -456,7 +456,7 @@ func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration
 	n := 1
 	for i := 1; i <= w.waits; i++ {
 		t := time.Now()
-		p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i), veena.CompleteRequest{})
+		p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i+1), veena.CompleteRequest{})
 		*lat = append(*lat, time.Since(t))
 		n++
 		if err != nil {

@@ -129,6 +129,11 @@ func (e *Env) Clone() *Env {
 // IsEmpty reports whether e holds no attribute at all.
 func (e *Env) IsEmpty() bool { return e == nil || (len(e.attrs) == 0 && len(e.transient) == 0) }
 
+// Shared marks e as held by more than one token and returns it: the first
+// write through any holder copies it. Stores use it to keep copy-on-write
+// sharing when they decode a process.
+func (e *Env) Shared() *Env { return e.share() }
+
 // share marks e as referenced by one more holder and returns it.
 func (e *Env) share() *Env {
 	if e != nil {

@@ -958,6 +958,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	p.EventSeq++
 	p.Events = append(p.Events, Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: exits, At: e.now})
 	p.UpdatedAt = e.now
+	p.Dirty = true
 	var actions EventActions
 	var perGraph []listenerEntry
 	if len(e.k.perGraph) > 0 {

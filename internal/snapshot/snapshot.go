@@ -30,19 +30,20 @@ type snapshot struct {
 }
 
 type node struct {
-	Node       int      `json:"n"`
-	Seq        int64    `json:"q"`
-	Parents    []int    `json:"p,omitempty"`
-	Children   []int    `json:"c,omitempty"`
-	Guard      uint8    `json:"g,omitempty"`
-	Exec       uint8    `json:"x,omitempty"`
-	Complete   bool     `json:"d,omitempty"`
-	Created    int64    `json:"t,omitempty"` // nanoseconds after the process was created
-	Completed  int64    `json:"f,omitempty"` // the same, plus one; 0: not completed
-	Env        int      `json:"e,omitempty"` // 1-based index into Envs; 0: none
-	Sets       [][2]int `json:"s,omitempty"` // (set id, member)
-	DelayUntil int64    `json:"du,omitempty"`
-	DelayCount int      `json:"dc,omitempty"`
+	Node        int      `json:"n"`
+	Seq         int64    `json:"q"`
+	CompleteSeq int64    `json:"cq,omitempty"` // orders backtracking's traversal
+	Parents     []int    `json:"p,omitempty"`
+	Children    []int    `json:"c,omitempty"`
+	Guard       uint8    `json:"g,omitempty"`
+	Exec        uint8    `json:"x,omitempty"`
+	Complete    bool     `json:"d,omitempty"`
+	Created     int64    `json:"t,omitempty"` // nanoseconds after the process was created
+	Completed   int64    `json:"f,omitempty"` // the same, plus one; 0: not completed
+	Env         int      `json:"e,omitempty"` // 1-based index into Envs; 0: none
+	Sets        [][2]int `json:"s,omitempty"` // (set id, member)
+	DelayUntil  int64    `json:"du,omitempty"`
+	DelayCount  int      `json:"dc,omitempty"`
 }
 
 type arc struct {
@@ -140,7 +141,7 @@ func Encode(p *kernel.Process) ([]byte, error) {
 	s.Nodes = make([]node, len(p.NodeTokens))
 	for i, t := range p.NodeTokens {
 		n := node{
-			Node: t.Node.Index, Seq: t.Seq,
+			Node: t.Node.Index, Seq: t.Seq, CompleteSeq: t.CompleteSeq,
 			Guard: uint8(t.GuardAction), Exec: uint8(t.ExecType), Complete: t.Complete,
 			Created: offset(base, t.CreatedAt), Completed: optOffset(base, t.CompletedAt),
 			Sets: memberships(t.Sets), DelayUntil: unixNano(t.DelayUntil), DelayCount: t.DelayCount,
@@ -356,12 +357,13 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			return fail("environment %d: %v", i, err)
 		}
 	}
+	decoded := make([]*kernel.Env, len(envs))
 	for i, x := range s.Nodes {
 		if x.Node < 0 || x.Node >= len(g.Nodes) {
 			return fail("node token %d: node %d out of range", i, x.Node)
 		}
 		t := &kernel.NodeToken{
-			ID: i, Seq: x.Seq, Process: p, Node: g.Nodes[x.Node],
+			ID: i, Seq: x.Seq, CompleteSeq: x.CompleteSeq, Process: p, Node: g.Nodes[x.Node],
 			GuardAction: kernel.GuardAction(x.Guard), ExecType: kernel.ExecutionType(x.Exec),
 			Complete: x.Complete, CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
 			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount,
@@ -370,8 +372,14 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			if x.Env > len(envs) {
 				return fail("node token %d: environment %d out of range", i, x.Env)
 			}
-			// Each token gets its own copy: equal content, independent writes.
-			t.Env = envOf(envs[x.Env-1])
+			// Tokens with the same environment share it copy-on-write, as
+			// they did before they were stored.
+			if decoded[x.Env-1] == nil {
+				decoded[x.Env-1] = envOf(envs[x.Env-1])
+			} else {
+				decoded[x.Env-1].Shared()
+			}
+			t.Env = decoded[x.Env-1]
 		}
 		var ok bool
 		if t.Sets, ok = sets(x.Sets); !ok {

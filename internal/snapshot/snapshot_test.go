@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,7 @@ var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 func setup(t *testing.T) (*kernel.Kernel, *graph.Repository) {
 	repo := graph.NewRepository()
-	for _, n := range []string{"wait", "split", "delay", "child", "parent", "tokenset"} {
+	for _, n := range []string{"wait", "split", "delay", "child", "parent", "tokenset", "rework"} {
 		src, err := os.ReadFile(filepath.Join("..", "..", "testdata", n+".wf.xml"))
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +75,9 @@ func roundTrip(t *testing.T, repo *graph.Repository, root *kernel.Process) *kern
 		}
 		for j, wt := range w.NodeTokens {
 			ht := h.NodeTokens[j]
+			if wt.Seq != ht.Seq || wt.CompleteSeq != ht.CompleteSeq {
+				t.Fatalf("node token %d sequence numbers: %d/%d, decoded %d/%d", j, wt.Seq, wt.CompleteSeq, ht.Seq, ht.CompleteSeq)
+			}
 			if !wt.CreatedAt.Equal(ht.CreatedAt) || !wt.CompletedAt.Equal(ht.CompletedAt) || !wt.DelayUntil.Equal(ht.DelayUntil) {
 				t.Fatalf("node token %d times: %v %v %v, decoded %v %v %v", j, wt.CreatedAt, wt.CompletedAt, wt.DelayUntil, ht.CreatedAt, ht.CompletedAt, ht.DelayUntil)
 			}
@@ -238,5 +242,87 @@ func TestDecodeRejectsDamage(t *testing.T) {
 		if _, err := snapshot.Decode(r, graphs); err == nil {
 			t.Errorf("decoded damaged snapshot %s", snap)
 		}
+	}
+}
+
+// TestDecodedProcessesBacktrackLikeTheOriginal runs random completions and
+// backtracks on a process kept in memory and on its twin, which is encoded
+// and decoded after every step: the histories must stay equal. Backtracking
+// orders its traversal by completion sequence, so this fails if decoding
+// loses anything backtracking reads.
+func TestDecodedProcessesBacktrackLikeTheOriginal(t *testing.T) {
+	k, repo := setup(t)
+	for seed := uint64(1); seed <= 60; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		e := k.Engine(t0)
+		name := []string{"split", "rework"}[seed%2]
+		mem, err := e.Start(repo.Latest(name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin, err := e.Start(repo.Latest(name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < 20 && mem.State == kernel.Executing; step++ {
+			twin = roundTrip(t, repo, twin)
+			var act func(p *kernel.Process) error
+			if active := mem.ActiveNodeTokens(); len(active) > 0 && r.IntN(3) > 0 {
+				i := r.IntN(len(active))
+				act = func(p *kernel.Process) error { return e.Complete(p.ActiveNodeTokens()[i]) }
+			} else {
+				var done []int
+				for _, nt := range mem.NodeTokens {
+					if nt.Complete && !nt.ExecType.IsBacktracked() {
+						done = append(done, nt.ID)
+					}
+				}
+				if len(done) == 0 {
+					continue
+				}
+				id := done[r.IntN(len(done))]
+				act = func(p *kernel.Process) error { _, err := e.Backtrack(p.NodeTokens[id]); return err }
+			}
+			errMem, errTwin := act(mem), act(twin)
+			if (errMem == nil) != (errTwin == nil) {
+				t.Fatalf("seed %d step %d: in memory %v, decoded %v", seed, step, errMem, errTwin)
+			}
+			if mem.History() != twin.History() {
+				t.Fatalf("seed %d step %d: histories differ\n--- in memory\n%s--- decoded\n%s", seed, step, mem.History(), twin.History())
+			}
+		}
+	}
+}
+
+// TestDecodedEnvironmentsCopyOnWrite: a child token inherits its parent's
+// environment; after decoding they still share it, and a write through
+// either one leaves the other as it was.
+func TestDecodedEnvironmentsCopyOnWrite(t *testing.T) {
+	k, repo := setup(t)
+	e := k.Engine(t0)
+	p, err := e.Start(repo.Latest("split"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := only(t, p, "a")
+	a.SetAttr("x", kernel.Int(1))
+	if err := e.Complete(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Complete(only(t, p, "b")); err != nil {
+		t.Fatal(err)
+	}
+	p = roundTrip(t, repo, p)
+	parent, child := p.NodeTokens[1], only(t, p, "last")
+	if parent.Env != child.Env {
+		t.Fatal("the decoded tokens do not share their environment")
+	}
+	child.SetAttr("x", kernel.Int(2))
+	if v, _ := parent.Attr("x"); v != kernel.Int(1) {
+		t.Fatalf("writing the child's environment changed its parent's: x=%v", v)
+	}
+	parent.SetAttr("y", kernel.Int(3))
+	if _, ok := child.Attr("y"); ok {
+		t.Fatal("writing the parent's environment changed its child's")
 	}
 }
