@@ -70,7 +70,7 @@ func (j andJoin) Join(_ *Engine, a *ArcToken) (JoinResult, error) {
 		if j.label && arc.Name != a.Arc.Name {
 			continue
 		}
-		found := firstWaiting(p.WaitingAt(arc), member, filter)
+		found := firstMatching(p.firstWaiting(arc), member, filter)
 		if found == nil {
 			return JoinResult{}, nil
 		}
@@ -90,8 +90,10 @@ func innermost(ms []Membership) Membership {
 	return best
 }
 
-func firstWaiting(list []*ArcToken, member bool, filter Membership) *ArcToken {
-	for _, t := range list {
+// firstMatching walks a waiting list from t for the first token outside
+// every set (member false) or in filter's set at filter's index.
+func firstMatching(t *ArcToken, member bool, filter Membership) *ArcToken {
+	for ; t != nil; t = t.nextWaiting {
 		if !member {
 			if len(t.Sets) == 0 {
 				return t
@@ -315,8 +317,8 @@ func (e *Engine) evalRequire(req *joinlang.Require, a *ArcToken) contribution {
 			if !nodeNamed(arc.From, req.Name) {
 				continue
 			}
-			if w := p.WaitingAt(arc); len(w) > 0 {
-				return contribution{true, []*ArcToken{w[0]}}
+			if w := p.firstWaiting(arc); w != nil {
+				return contribution{true, []*ArcToken{w}}
 			}
 		}
 		return contribution{}
@@ -328,8 +330,8 @@ func (e *Engine) evalRequire(req *joinlang.Require, a *ArcToken) contribution {
 				continue
 			}
 			joining++
-			if w := p.WaitingAt(arc); len(w) > 0 {
-				tokens = append(tokens, w[0])
+			if w := p.firstWaiting(arc); w != nil {
+				tokens = append(tokens, w)
 			}
 		}
 		need := joining
@@ -340,7 +342,7 @@ func (e *Engine) evalRequire(req *joinlang.Require, a *ArcToken) contribution {
 	case joinlang.RequireTokenSet:
 		var set *TokenSet
 		for _, arc := range node.InArcs() {
-			for _, t := range p.WaitingAt(arc) {
+			for t := p.firstWaiting(arc); t != nil; t = t.nextWaiting {
 				for _, m := range t.Sets {
 					if m.Set.Name == req.Name && set == nil {
 						set = m.Set

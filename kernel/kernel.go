@@ -725,28 +725,38 @@ func (e *Engine) merge(res JoinResult) {
 	}
 }
 
-// addActiveArc puts a processed arc token on its end node's waiting list.
+// addActiveArc puts a processed arc token on its arc's waiting list.
 func (e *Engine) addActiveArc(a *ArcToken) {
 	if a.active {
 		return
 	}
 	p := a.Process
-	if p.byArc == nil && a.Arc.To.Join != graph.JoinOr {
-		p.byArc = make([][]*ArcToken, len(p.Graph.Arcs))
-		p.readyArcs = make([]int, len(p.Graph.Nodes))
-	}
 	a.active = true
 	p.activeArcs++
 	if a.Arc.To.Join == graph.JoinOr {
 		return // an or join fires at once: nothing ever waits there
 	}
-	i := a.Arc.Index
-	if len(a.Sets) == 0 && countFree(p.byArc[i]) == 0 {
-		p.readyArcs[a.Arc.To.Index]++
+	if p.waiting == nil {
+		p.waiting = make([]waitList, len(p.Graph.Arcs))
+		p.readyArcs = make([]int, len(p.Graph.Nodes))
 	}
-	p.byArc[i] = append(p.byArc[i], a)
+	w := &p.waiting[a.Arc.Index]
+	a.nextWaiting = nil
+	if w.tail == nil {
+		w.head = a
+	} else {
+		w.tail.nextWaiting = a
+	}
+	w.tail = a
+	if len(a.Sets) == 0 {
+		w.free++
+		if w.free == 1 {
+			p.readyArcs[a.Arc.To.Index]++
+		}
+	}
 }
 
+// removeActiveArc takes an arc token off its arc's waiting list.
 func (e *Engine) removeActiveArc(a *ArcToken) {
 	if !a.active {
 		return
@@ -757,38 +767,53 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 	if a.Arc.To.Join == graph.JoinOr {
 		return
 	}
-	i := a.Arc.Index
-	list := p.byArc[i]
-	for j, x := range list {
-		if x == a {
-			copy(list[j:], list[j+1:])
-			list[len(list)-1] = nil
-			p.byArc[i] = list[:len(list)-1]
-			break
+	w := &p.waiting[a.Arc.Index]
+	var prev *ArcToken
+	for x := w.head; x != nil; prev, x = x, x.nextWaiting {
+		if x != a {
+			continue
 		}
+		if prev == nil {
+			w.head = a.nextWaiting
+		} else {
+			prev.nextWaiting = a.nextWaiting
+		}
+		if w.tail == a {
+			w.tail = prev
+		}
+		a.nextWaiting = nil
+		break
 	}
-	if len(a.Sets) == 0 && countFree(p.byArc[i]) == 0 {
-		p.readyArcs[a.Arc.To.Index]--
+	if len(a.Sets) == 0 {
+		w.free--
+		if w.free == 0 {
+			p.readyArcs[a.Arc.To.Index]--
+		}
 	}
 }
 
-// countFree counts the arc tokens outside every token set.
-func countFree(list []*ArcToken) int {
-	n := 0
-	for _, a := range list {
-		if len(a.Sets) == 0 {
-			n++
-		}
-	}
-	return n
+// waitList is the arc tokens waiting on one arc, in arrival order, linked
+// through the tokens themselves; free counts those outside every token set.
+type waitList struct {
+	head, tail *ArcToken
+	free       int
 }
 
 // WaitingAt returns the active arc tokens on an arc, in arrival order.
 func (p *Process) WaitingAt(arc *graph.Arc) []*ArcToken {
-	if p.byArc == nil {
+	var out []*ArcToken
+	for a := p.firstWaiting(arc); a != nil; a = a.nextWaiting {
+		out = append(out, a)
+	}
+	return out
+}
+
+// firstWaiting is the first arc token waiting on an arc, or nil.
+func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
+	if p.waiting == nil {
 		return nil
 	}
-	return p.byArc[arc.Index]
+	return p.waiting[arc.Index].head
 }
 
 func (e *Engine) checkCompletion(p *Process) {

@@ -150,7 +150,8 @@ type ArcToken struct {
 	CreatedAt   time.Time
 	CompletedAt time.Time
 
-	active bool // processed, incomplete, waiting at its end node
+	active      bool      // processed, incomplete, waiting at its end node
+	nextWaiting *ArcToken // the next token waiting on the same arc
 }
 
 // TokenSet groups tokens created together by a completion with a new token
@@ -199,8 +200,8 @@ type Process struct {
 
 	activeNodes int
 	activeArcs  int
-	byArc       [][]*ArcToken // active arc tokens per arc index, in arrival order
-	readyArcs   []int         // per node index: input arcs holding an active token outside every set
+	waiting     []waitList // per arc index: the arc tokens waiting there (not at or joins)
+	readyArcs   []int      // per node index: input arcs holding a waiting token outside every set
 	queue       []*ArcToken
 	asyncQueue  []*ArcToken
 	inLoop      bool

@@ -12,7 +12,7 @@ package kernel
 func Reindex(root *Process) {
 	root.Walk(func(p *Process) {
 		p.activeNodes, p.activeArcs = 0, 0
-		p.byArc, p.readyArcs = nil, nil
+		p.waiting, p.readyArcs = nil, nil
 		p.queue, p.asyncQueue = nil, nil
 		p.inLoop = false
 		for _, t := range p.NodeTokens {
