@@ -113,16 +113,16 @@ const (
 
 // Event is one execution event. Token fields are nil where they do not apply.
 type Event struct {
-	Seq       int64 // 1-based position in the process's event log
-	Type      EventType
+	Seq  int64 // 1-based position in the process's event log
+	Type EventType
+	// ExitArcs is the number of arcs a NODE_TOKEN_COMPLETED token left on.
+	ExitArcs  int32
 	Process   *Process
 	NodeToken *NodeToken
 	ArcToken  *ArcToken
 	// ArcNames are the exit arc names of NODE_TOKEN_COMPLETED and
 	// NODE_TOKEN_SKIPPED ("" for the default arcs).
 	ArcNames []string
-	// ExitArcs are the arcs a NODE_TOKEN_COMPLETED token left on.
-	ExitArcs int
 	At       time.Time
 }
 

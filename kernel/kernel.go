@@ -981,7 +981,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		p.Events = make([]Event, 0, 16)
 	}
 	p.EventSeq++
-	p.Events = append(p.Events, Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: exits, At: e.now})
+	p.Events = append(p.Events, Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: int32(exits), At: e.now})
 	p.UpdatedAt = e.now
 	p.Dirty = true
 	var actions EventActions
