@@ -39,6 +39,8 @@ func Handler() http.Handler {
 	return newHandler(web)
 }
 
+// asset is one file the console serves, with its validator and the caching
+// it allows.
 type asset struct {
 	body        []byte
 	etag        string
@@ -46,6 +48,7 @@ type asset struct {
 	cache       string
 }
 
+// handler serves the console's files and, for application routes, its page.
 type handler struct {
 	assets  map[string]*asset // by clean path without the leading slash
 	index   *asset
@@ -53,6 +56,19 @@ type handler struct {
 	modTime time.Time
 }
 
+// newAsset makes an asset whose ETag is a hash of its body; it is revalidated
+// on every use unless its caching is changed.
+func newAsset(body []byte, contentType string) *asset {
+	sum := sha256.Sum256(body)
+	return &asset{
+		body:        body,
+		etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
+		contentType: contentType,
+		cache:       "no-cache",
+	}
+}
+
+// newHandler reads every file of web into memory once.
 func newHandler(web fs.FS) *handler {
 	h := &handler{assets: map[string]*asset{}, modTime: time.Now()}
 	_, err := fs.Stat(web, vendorMarker)
@@ -65,13 +81,7 @@ func newHandler(web fs.FS) *handler {
 		if err != nil {
 			return nil
 		}
-		sum := sha256.Sum256(body)
-		a := &asset{
-			body:        body,
-			etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
-			contentType: contentType(p),
-			cache:       "no-cache",
-		}
+		a := newAsset(body, contentType(p))
 		if strings.HasPrefix(p, "vendor/") {
 			// Library files change only with a new binary; a day of caching is
 			// safe and the ETag revalidates them after that.
@@ -154,6 +164,7 @@ var contentTypes = map[string]string{
 	".map":  "application/json",
 }
 
+// contentType is the Content-Type of a file by its name.
 func contentType(p string) string {
 	if ct, ok := contentTypes[strings.ToLower(path.Ext(p))]; ok {
 		return ct
@@ -164,15 +175,10 @@ func contentType(p string) string {
 	return "application/octet-stream"
 }
 
+// notBuiltPage is the page every route answers when `make console` has not
+// run.
 func notBuiltPage() *asset {
-	body := []byte(notBuiltHTML)
-	sum := sha256.Sum256(body)
-	return &asset{
-		body:        body,
-		etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
-		contentType: "text/html; charset=utf-8",
-		cache:       "no-cache",
-	}
+	return newAsset([]byte(notBuiltHTML), "text/html; charset=utf-8")
 }
 
 const notBuiltHTML = `<!doctype html>

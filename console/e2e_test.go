@@ -32,6 +32,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/veena-wf/veena/internal/testutil"
 )
 
 // orderReview has a split (two default arcs out of "split") and an and-join.
@@ -184,20 +185,9 @@ func randomToken(t *testing.T) string {
 // buildVeena builds cmd/veena, with the console as it is in this working
 // tree, into a temporary directory.
 func buildVeena(t *testing.T) string {
-	goTool, err := exec.LookPath("go")
+	bin, err := testutil.BuildVeena(t.TempDir())
 	if err != nil {
-		t.Fatalf("the go command is needed to build veena: %v", err)
-	}
-	out, err := exec.Command(goTool, "env", "GOMOD").Output()
-	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		t.Fatalf("cannot find the module root (go env GOMOD: %q, %v)", gomod, err)
-	}
-	bin := filepath.Join(t.TempDir(), "veena")
-	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/veena")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/veena: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }

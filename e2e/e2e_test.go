@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/veena-wf/veena/internal/testutil"
 )
 
 const (
@@ -68,10 +70,8 @@ func veenaBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binary = filepath.Join(dir, "veena")
-		out, err := exec.Command("go", "build", "-o", binary, "../cmd/veena").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		if binary, buildErr = testutil.BuildVeena(dir); buildErr != nil {
+			os.RemoveAll(dir)
 		}
 	})
 	if buildErr != nil {
@@ -110,6 +110,7 @@ type serverProc struct {
 	ready  time.Duration
 }
 
+// lockedBuffer is an io.Writer into a buffer that others read under mu.
 type lockedBuffer struct {
 	mu *sync.Mutex
 	b  *bytes.Buffer
@@ -363,12 +364,23 @@ func TestServeAndCLI(t *testing.T) {
 	// Follow the events of ab while it is driven to completion.
 	follow := exec.Command(veenaBinary(t), "processes", "events", ab.ID, "--follow")
 	follow.Env = c.env
-	var followOut bytes.Buffer
-	follow.Stdout = &followOut
+	var (
+		followMu  sync.Mutex
+		followBuf bytes.Buffer
+	)
+	follow.Stdout = lockedBuffer{mu: &followMu, b: &followBuf}
+	followOut := func() string { followMu.Lock(); defer followMu.Unlock(); return followBuf.String() }
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Drive the process only once the command follows it (it prints the
+	// past events first), so that what follows arrives live.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(followOut(), "PROCESS_STARTED"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("events --follow printed no past events within 10 s:\n%s", followOut())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var h history
 	c.json(&h, "processes", "tokens", ab.ID, "--format", "json")
 	first := h.NodeTokens[0].ID
@@ -382,12 +394,12 @@ func TestServeAndCLI(t *testing.T) {
 	go func() { followDone <- follow.Wait() }()
 	select {
 	case err := <-followDone:
-		if err != nil || !strings.Contains(followOut.String(), "PROCESS_COMPLETED") || !strings.Contains(followOut.String(), "NODE_TOKEN_BACKTRACKED") {
-			t.Fatalf("events --follow: %v\n%s", err, followOut.String())
+		if err != nil || !strings.Contains(followOut(), "PROCESS_COMPLETED") || !strings.Contains(followOut(), "NODE_TOKEN_BACKTRACKED") {
+			t.Fatalf("events --follow: %v\n%s", err, followOut())
 		}
 	case <-time.After(15 * time.Second):
 		follow.Process.Kill()
-		t.Fatalf("events --follow did not end with the process:\n%s", followOut.String())
+		t.Fatalf("events --follow did not end with the process:\n%s", followOut())
 	}
 
 	// Refusals read well.

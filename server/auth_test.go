@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -243,7 +244,7 @@ func firstLine(s string) string {
 }
 
 func readFile(path string) (string, error) {
-	b, err := osReadFile(path)
+	b, err := os.ReadFile(path)
 	return string(b), err
 }
 

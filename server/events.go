@@ -22,6 +22,7 @@ const (
 // does not read for this long is dropped.
 const streamWriteTimeout = 30 * time.Second
 
+// wantsStream reports whether the request accepts text/event-stream.
 func wantsStream(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		if mediaType(part) == "text/event-stream" {
@@ -31,6 +32,8 @@ func wantsStream(r *http.Request) bool {
 	return false
 }
 
+// getEvents answers the events of a process after ?after=, as a JSON list
+// or, when the client accepts text/event-stream, as a live stream.
 func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var after int64
@@ -82,7 +85,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out = append(out, evs...)
-		if len(evs) < batch || len(evs) == 0 || (limit > 0 && len(out) >= limit) {
+		if len(evs) < batch || (limit > 0 && len(out) >= limit) {
 			break
 		}
 		after = evs[len(evs)-1].Seq
@@ -164,7 +167,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, after int6
 	for {
 		evs, err := s.cfg.Engine.Events(r.Context(), id, last, eventBatch)
 		if err != nil {
-			_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(err.Error()))
+			// As for every other answer, internal details go to the log
+			// only.
+			p := problemFor(err)
+			if p.Status >= 500 {
+				s.log.Error("event stream failed", "process", id, "code", p.Code, "err", err)
+			}
+			_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(p.Detail))
 			_ = rc.Flush()
 			return
 		}
@@ -227,6 +236,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, after int6
 	}
 }
 
+// jsonString quotes s as a JSON string.
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,8 @@ const (
 	MaxLimit     = 1000
 )
 
+// fail answers the problem of an engine error, and logs it when it is the
+// server's fault.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	if p.Status >= 500 {
@@ -35,6 +38,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, p)
 }
 
+// badRequest answers 400 invalid_argument with the formatted detail.
 func badRequest(w http.ResponseWriter, format string, args ...any) {
 	writeProblem(w, newProblem(CodeInvalidArgument, fmt.Sprintf(format, args...)))
 }
@@ -50,6 +54,24 @@ func limitOf(r *http.Request) (int, error) {
 		return 0, fmt.Errorf("limit %q: want a whole number from 1 to %d", v, MaxLimit)
 	}
 	return n, nil
+}
+
+// paginate returns a page of up to limit items of a sorted list: seen
+// reports whether an item is at or before the ?after= cursor, cursor is the
+// cursor of the item a full page ends with.
+func paginate[T any](items []T, limit int, seen func(T) bool, cursor func(T) string) Page[T] {
+	page := Page[T]{Items: []T{}}
+	for _, it := range items {
+		if seen(it) {
+			continue
+		}
+		if len(page.Items) == limit {
+			page.Next = cursor(page.Items[len(page.Items)-1])
+			break
+		}
+		page.Items = append(page.Items, it)
+	}
+	return page
 }
 
 // readBody reads the whole body within the size limit.
@@ -105,7 +127,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any, opt
 			writeProblem(w, newProblem(CodeInvalidArgument, fmt.Sprintf("%s: expected %s, got JSON %s", field, ute.Type, ute.Value)))
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
 			writeProblem(w, newProblem(CodeInvalidArgument, strings.TrimPrefix(err.Error(), "json: ")))
-		case strings.HasPrefix(err.Error(), "attribute value") || strings.Contains(err.Error(), "attribute"):
+		case strings.Contains(err.Error(), "attribute"):
 			writeProblem(w, newProblem(CodeInvalidArgument, err.Error()))
 		default:
 			writeProblem(w, newProblem(CodeInvalidJSON, "the body is not valid JSON: "+err.Error()))
@@ -138,6 +160,7 @@ func (a attrs) values(where string) (map[string]any, error) {
 	return out, nil
 }
 
+// attrValue converts one JSON attribute value (nil for null).
 func attrValue(raw json.RawMessage) (any, error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" {
@@ -155,6 +178,7 @@ func attrValue(raw json.RawMessage) (any, error) {
 
 // ---- definitions
 
+// formats are the values of ?format= ("" sniffs the format).
 var formats = map[string]bool{"": true, "sarasvati": true, "bpmn": true, "pnml": true, "schema": true}
 
 func (s *Server) loadDefinition(w http.ResponseWriter, r *http.Request) {
@@ -210,20 +234,12 @@ func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	after := r.URL.Query().Get("after")
-	page := Page[*veena.Definition]{Items: []*veena.Definition{}}
-	for _, d := range defs {
-		if after != "" && d.Name <= after {
-			continue
-		}
-		if len(page.Items) == limit {
-			page.Next = page.Items[len(page.Items)-1].Name
-			break
-		}
-		page.Items = append(page.Items, d)
-	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, paginate(defs, limit,
+		func(d *veena.Definition) bool { return after != "" && d.Name <= after },
+		func(d *veena.Definition) string { return d.Name }))
 }
 
+// versionOf reads the {version} of the path, 0 when there is none.
 func versionOf(r *http.Request) (int, error) {
 	v := r.PathValue("version")
 	if v == "" {
@@ -272,18 +288,9 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(CodeNotFound, fmt.Sprintf("no definition named %q", r.PathValue("name"))))
 		return
 	}
-	page := Page[*veena.Definition]{Items: []*veena.Definition{}}
-	for _, d := range vs {
-		if d.Version <= after {
-			continue
-		}
-		if len(page.Items) == limit {
-			page.Next = strconv.Itoa(page.Items[len(page.Items)-1].Version)
-			break
-		}
-		page.Items = append(page.Items, d)
-	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, paginate(vs, limit,
+		func(d *veena.Definition) bool { return d.Version <= after },
+		func(d *veena.Definition) string { return strconv.Itoa(d.Version) }))
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
@@ -356,11 +363,6 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, p)
 }
 
-var processStates = map[string]bool{
-	"": true, "created": true, "executing": true, "pending_completion": true,
-	"completed": true, "pending_cancel": true, "canceled": true,
-}
-
 func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, err := limitOf(r)
@@ -368,7 +370,7 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	if st := q.Get("state"); !processStates[st] {
+	if st := q.Get("state"); st != "" && !isState(st) {
 		badRequest(w, "state %q: want created, executing, pending_completion, completed, pending_cancel or canceled", st)
 		return
 	}
@@ -389,6 +391,12 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
+// isState reports whether name is a process state of the API.
+func isState(name string) bool {
+	_, ok := kernel.ParseState(name)
+	return ok
+}
+
 func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) {
 	p, err := s.cfg.Engine.Process(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -402,10 +410,17 @@ func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) {
 type emptyBody struct{}
 
 func (s *Server) cancelProcess(w http.ResponseWriter, r *http.Request) {
+	s.command(w, r, s.cfg.Engine.CancelProcess)
+}
+
+// command serves a POST that takes no arguments beyond the path's {id} and
+// the Idempotency-Key header (cancel, backtrack): it accepts an empty body or
+// an empty object and answers 200 with the process.
+func (s *Server) command(w http.ResponseWriter, r *http.Request, run func(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)) {
 	if !s.decodeJSON(w, r, &emptyBody{}, true) {
 		return
 	}
-	p, err := s.cfg.Engine.CancelProcess(r.Context(), r.PathValue("id"), r.Header.Get("Idempotency-Key"))
+	p, err := run(r.Context(), r.PathValue("id"), r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -429,7 +444,16 @@ func (s *Server) getTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getProcessEnv(w http.ResponseWriter, r *http.Request) {
-	env, err := s.cfg.Engine.ProcessEnv(r.Context(), r.PathValue("id"))
+	s.getEnv(w, r, s.cfg.Engine.ProcessEnv)
+}
+
+func (s *Server) patchProcessEnv(w http.ResponseWriter, r *http.Request) {
+	s.patchEnv(w, r, s.cfg.Engine.PatchProcessEnv)
+}
+
+// getEnv serves GET …/{id}/env with the environment read reads.
+func (s *Server) getEnv(w http.ResponseWriter, r *http.Request, read func(ctx context.Context, id string) (map[string]veena.Value, error)) {
+	env, err := read(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -437,29 +461,32 @@ func (s *Server) getProcessEnv(w http.ResponseWriter, r *http.Request) {
 	writeEnv(w, env)
 }
 
+// patchEnv serves PATCH …/{id}/env: it merges the body's attributes with
+// patch (null removes one) and answers the environment that results.
+func (s *Server) patchEnv(w http.ResponseWriter, r *http.Request, patch func(ctx context.Context, id string, attrs map[string]any) (map[string]veena.Value, error)) {
+	var body attrs
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	values, err := body.values("env")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	env, err := patch(r.Context(), r.PathValue("id"), values)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeEnv(w, env)
+}
+
+// writeEnv answers an environment, {} when it is empty.
 func writeEnv(w http.ResponseWriter, env map[string]veena.Value) {
 	if env == nil {
 		env = map[string]veena.Value{}
 	}
 	writeJSON(w, http.StatusOK, env)
-}
-
-func (s *Server) patchProcessEnv(w http.ResponseWriter, r *http.Request) {
-	var body attrs
-	if !s.decodeJSON(w, r, &body, false) {
-		return
-	}
-	patch, err := body.values("env")
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	env, err := s.cfg.Engine.PatchProcessEnv(r.Context(), r.PathValue("id"), patch)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeEnv(w, env)
 }
 
 // ---- node tokens
@@ -543,40 +570,13 @@ func (s *Server) completeToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) backtrack(w http.ResponseWriter, r *http.Request) {
-	if !s.decodeJSON(w, r, &emptyBody{}, true) {
-		return
-	}
-	p, err := s.cfg.Engine.Backtrack(r.Context(), r.PathValue("id"), r.Header.Get("Idempotency-Key"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.command(w, r, s.cfg.Engine.Backtrack)
 }
 
 func (s *Server) getTokenEnv(w http.ResponseWriter, r *http.Request) {
-	env, err := s.cfg.Engine.TokenEnv(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeEnv(w, env)
+	s.getEnv(w, r, s.cfg.Engine.TokenEnv)
 }
 
 func (s *Server) patchTokenEnv(w http.ResponseWriter, r *http.Request) {
-	var body attrs
-	if !s.decodeJSON(w, r, &body, false) {
-		return
-	}
-	patch, err := body.values("env")
-	if err != nil {
-		badRequest(w, "%v", err)
-		return
-	}
-	env, err := s.cfg.Engine.PatchTokenEnv(r.Context(), r.PathValue("id"), patch)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeEnv(w, env)
+	s.patchEnv(w, r, s.cfg.Engine.PatchTokenEnv)
 }

@@ -11,14 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/internal/loadgen"
 	"github.com/veena-wf/veena/server"
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/memstore"
@@ -42,82 +41,10 @@ func loadSettings() (clients int, d time.Duration) {
 	return clients, d
 }
 
-// workload is what one client does in one cycle; it returns the process id
-// and the latencies of its calls.
+// workload is what one client does in one cycle (a loadgen.Cycle); it
+// returns the process id and the latencies of its calls.
 type workload interface {
 	cycle(ctx context.Context, client, n int) (id string, lat []time.Duration, err error)
-}
-
-type loadReport struct {
-	name     string
-	clients  int
-	cycles   int64
-	requests int64
-	errors   int64
-	elapsed  time.Duration
-	p50, p99 time.Duration
-	ids      []string
-	firstErr error
-}
-
-func (r loadReport) String() string {
-	return fmt.Sprintf("%-7s %4d clients %6.1fs: %6d processes started and completed, %7.0f requests/s, %6.0f processes/s, p50 %v, p99 %v, %d errors",
-		r.name, r.clients, r.elapsed.Seconds(), r.cycles, float64(r.requests)/r.elapsed.Seconds(), float64(r.cycles)/r.elapsed.Seconds(),
-		r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors)
-}
-
-func runLoad(name string, w workload, clients int, d time.Duration) loadReport {
-	ctx := context.Background()
-	var (
-		mu       sync.Mutex
-		lats     []time.Duration
-		ids      []string
-		cycles   atomic.Int64
-		requests atomic.Int64
-		errs     atomic.Int64
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			var mine []time.Duration
-			var myIDs []string
-			for n := 0; time.Now().Before(deadline); n++ {
-				id, lat, err := w.cycle(ctx, c, n)
-				mine = append(mine, lat...)
-				requests.Add(int64(len(lat)))
-				if err != nil {
-					if errs.Add(1) == 1 {
-						mu.Lock()
-						firstErr = err
-						mu.Unlock()
-					}
-					continue
-				}
-				cycles.Add(1)
-				myIDs = append(myIDs, id)
-			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			ids = append(ids, myIDs...)
-			mu.Unlock()
-		}(c)
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	pct := func(p float64) time.Duration {
-		if len(lats) == 0 {
-			return 0
-		}
-		return lats[int(p*float64(len(lats)-1))]
-	}
-	return loadReport{name: name, clients: clients, cycles: cycles.Load(), requests: requests.Load(), errors: errs.Load(),
-		elapsed: elapsed, p50: pct(0.50), p99: pct(0.99), ids: ids, firstErr: firstErr}
 }
 
 // httpWorkload drives the server over HTTP. Every command carries an
@@ -289,14 +216,14 @@ func loadServer(tb testing.TB, eng *veena.Engine, clients int) (string, *http.Cl
 
 // checkLoad verifies that every started process completed exactly once and
 // that no process exists that no client started.
-func checkLoad(t *testing.T, eng *veena.Engine, r loadReport) {
+func checkLoad(t *testing.T, eng *veena.Engine, r loadgen.Report) {
 	t.Helper()
 	ctx := context.Background()
-	if r.errors > 0 {
-		t.Errorf("%s: %d errors; the first: %v", r.name, r.errors, r.firstErr)
+	if r.Errors > 0 {
+		t.Errorf("%s: %d errors; the first: %v", r.Name, r.Errors, r.FirstErr)
 	}
-	if r.cycles == 0 {
-		t.Fatalf("%s: no process completed", r.name)
+	if r.Cycles == 0 {
+		t.Fatalf("%s: no process completed", r.Name)
 	}
 	count := func(state string) int {
 		n, after := 0, ""
@@ -313,23 +240,23 @@ func checkLoad(t *testing.T, eng *veena.Engine, r loadReport) {
 		}
 	}
 	total, completed := count(""), count("completed")
-	if total != int(r.cycles)+int(r.errors) && total != int(r.cycles) {
-		t.Errorf("%s: %d processes exist; clients started %d (lost or doubled starts)", r.name, total, r.cycles)
+	if total != int(r.Cycles)+int(r.Errors) && total != int(r.Cycles) {
+		t.Errorf("%s: %d processes exist; clients started %d (lost or doubled starts)", r.Name, total, r.Cycles)
 	}
-	if completed != int(r.cycles) {
-		t.Errorf("%s: %d processes completed; clients completed %d", r.name, completed, r.cycles)
+	if completed != int(r.Cycles) {
+		t.Errorf("%s: %d processes completed; clients completed %d", r.Name, completed, r.Cycles)
 	}
 	seen := map[string]bool{}
-	for _, id := range r.ids {
+	for _, id := range r.IDs {
 		if seen[id] {
-			t.Fatalf("%s: two starts returned process %s", r.name, id)
+			t.Fatalf("%s: two starts returned process %s", r.Name, id)
 		}
 		seen[id] = true
 	}
 	// Each completion ran once: one NODE_TOKEN_COMPLETED per process.
-	step := len(r.ids)/200 + 1
-	for i := 0; i < len(r.ids); i += step {
-		evs, err := eng.Events(ctx, r.ids[i], 0, 1000)
+	step := len(r.IDs)/200 + 1
+	for i := 0; i < len(r.IDs); i += step {
+		evs, err := eng.Events(ctx, r.IDs[i], 0, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +267,7 @@ func checkLoad(t *testing.T, eng *veena.Engine, r loadReport) {
 			}
 		}
 		if n != 1 {
-			t.Fatalf("%s: process %s completed its token %d times", r.name, r.ids[i], n)
+			t.Fatalf("%s: process %s completed its token %d times", r.Name, r.IDs[i], n)
 		}
 	}
 }
@@ -355,11 +282,11 @@ func TestLoad(t *testing.T) {
 
 	eng := loadEngine(t)
 	base, hc := loadServer(t, eng, clients)
-	httpReport := runLoad("HTTP", &httpWorkload{base: base, client: hc, run: "http"}, clients, d)
+	httpReport := loadgen.Run(context.Background(), "HTTP", clients, d, (&httpWorkload{base: base, client: hc, run: "http"}).cycle)
 	checkLoad(t, eng, httpReport)
 
 	eng2 := loadEngine(t)
-	goReport := runLoad("Go API", &goWorkload{eng: eng2, run: "go"}, clients, d)
+	goReport := loadgen.Run(context.Background(), "Go API", clients, d, (&goWorkload{eng: eng2, run: "go"}).cycle)
 	checkLoad(t, eng2, goReport)
 
 	t.Logf("load on %s, loopback, GOMAXPROCS %d; each process: start, read tokens, complete (3 calls)\n  %s\n  %s",

@@ -61,6 +61,7 @@ var statusOf = map[string]int{
 	CodeInternal:             http.StatusInternalServerError,
 }
 
+// titleOf is the problem title of every stable code.
 var titleOf = map[string]string{
 	CodeInvalidJSON:          "The request body is not valid JSON",
 	CodeInvalidArgument:      "Invalid argument",
@@ -102,6 +103,8 @@ func Codes() []string {
 	return out
 }
 
+// newProblem returns the problem of a code; an empty detail repeats the
+// title.
 func newProblem(code, detail string) *Problem {
 	status := StatusOf(code)
 	title := titleOf[code]
@@ -117,7 +120,7 @@ func newProblem(code, detail string) *Problem {
 // problemFor turns an engine error into a problem.
 func problemFor(err error) *Problem {
 	code := veena.Code(err)
-	if code == "internal" {
+	if code == CodeInternal {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			code = CodePayloadTooLarge
@@ -154,6 +157,7 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// writeJSON answers status with v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -172,6 +176,8 @@ func mediaType(ct string) string {
 	return strings.ToLower(strings.TrimSpace(mt))
 }
 
+// isJSONType reports whether a media type is JSON (application/json or a
+// +json type).
 func isJSONType(mt string) bool {
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }

@@ -47,6 +47,7 @@ type Engine interface {
 
 // Config configures a Server.
 type Config struct {
+	// Engine runs the workflows; the handlers only translate to it.
 	Engine Engine
 	// Auth checks bearer tokens. Nil or without tokens: the API is open,
 	// which is allowed only when Loopback is true.
@@ -58,12 +59,13 @@ type Config struct {
 	// Console is mounted at "/" (everything not under /api, /healthz,
 	// /readyz or /metrics). Nil answers 404 there.
 	Console http.Handler
-	Logger  *slog.Logger
+	// Logger receives failed requests and panics (default slog.Default()).
+	Logger *slog.Logger
 	// MaxBody limits request bodies (default 4 MiB).
 	MaxBody int64
 	// Heartbeat is the interval of comments on event streams (default 15 s).
 	Heartbeat time.Duration
-	// Registerer receives the server's metrics; nil makes a private registry.
+	// Registry receives the server's metrics; nil makes a private registry.
 	Registry *prometheus.Registry
 }
 
@@ -171,9 +173,10 @@ func (s *Server) handle(method, path string, role auth.Role, h http.HandlerFunc)
 // serveAPI dispatches /api/ requests; unknown paths and methods answer
 // problem+json rather than the mux's plain text.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := s.api.Handler(r); pattern == "" {
+	if h, pattern := s.api.Handler(r); pattern == "" {
+		// The mux's own handler says whether the path exists for another
+		// method (405 with Allow) or not at all (404).
 		probe := &headerRecorder{header: http.Header{}}
-		h, _ := s.api.Handler(r)
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
@@ -188,6 +191,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.api.ServeHTTP(w, r)
 }
 
+// headerRecorder records the status and headers a handler answers, and
+// drops the body.
 type headerRecorder struct {
 	header http.Header
 	status int
@@ -210,7 +215,8 @@ type ctxKey int
 
 const identityKey ctxKey = 0
 
-// identity is who made the request; Role "open" when the server is open.
+// identity is who made the request; open when the server runs without
+// access tokens (every request then has the admin role).
 type identity struct {
 	name string
 	role auth.Role

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/veena-wf/veena/internal/auth"
+	"github.com/veena-wf/veena/server"
 )
 
 // newAccessTokenCmd manages the access tokens of the server (`veena token`),
@@ -100,6 +101,7 @@ A running server notices changes within a second.`,
 	return cmd
 }
 
+// newWhoamiCmd asks the server which role it gives the access token.
 func newWhoamiCmd() *cobra.Command {
 	cf := &clientFlags{}
 	cmd := &cobra.Command{
@@ -111,11 +113,7 @@ func newWhoamiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var me struct {
-				Role         string `json:"role"`
-				Name         string `json:"name"`
-				AuthRequired bool   `json:"authRequired"`
-			}
+			var me server.WhoAmI
 			if err := c.getJSON(cmd.Context(), "/api/v1/whoami", nil, &me); err != nil {
 				return err
 			}

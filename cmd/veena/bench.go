@@ -10,15 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/internal/loadgen"
 	"github.com/veena-wf/veena/server"
 )
 
@@ -129,25 +127,6 @@ token needs the admin role to load the benchmark definition).`,
 	return cmd
 }
 
-type benchReport struct {
-	name              string
-	clients           int
-	processes, errors int64
-	requests          int64
-	elapsed           time.Duration
-	p50, p99          time.Duration
-	firstErr          error
-}
-
-func (r benchReport) line() string {
-	return fmt.Sprintf("%-7s %5d clients %5.1fs %8d processes %9.0f requests/s %8.0f processes/s   p50 %-9v p99 %-9v errors %d",
-		r.name, r.clients, r.elapsed.Seconds(), r.processes, float64(r.requests)/r.elapsed.Seconds(),
-		float64(r.processes)/r.elapsed.Seconds(), r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.errors)
-}
-
-// benchCycle is one process: start, read tokens, complete.
-type benchCycle func(ctx context.Context, key string) (lat [3]time.Duration, n int, err error)
-
 func runBench(ctx context.Context, o *benchOptions, out io.Writer) error {
 	if o.clients < 1 || o.duration <= 0 {
 		return fmt.Errorf("veena bench: --clients and --duration must be positive")
@@ -163,9 +142,9 @@ func runBench(ctx context.Context, o *benchOptions, out io.Writer) error {
 		if _, err := c.request(ctx, http.MethodPost, "/api/v1/definitions", nil, strings.NewReader(benchDefinition), "application/xml", nil, nil); err != nil {
 			return err
 		}
-		r := benchRun(ctx, "HTTP", o.clients, o.duration, runID, httpCycle(c))
-		fmt.Fprintln(out, r.line())
-		return r.err()
+		r := loadgen.Run(ctx, "HTTP", o.clients, o.duration, httpCycle(c, runID+"-HTTP"))
+		fmt.Fprintln(out, r)
+		return benchErr(r)
 	}
 
 	openEngine := func() (*veena.Engine, func(), error) {
@@ -209,11 +188,11 @@ func runBench(ctx context.Context, o *benchOptions, out io.Writer) error {
 	go hs.Serve(ln)
 	c, _ := (&clientFlags{url: "http://" + ln.Addr().String()}).client()
 	c.http = benchHTTPClient(o.clients)
-	httpReport := benchRun(ctx, "HTTP", o.clients, o.duration, runID, httpCycle(c))
+	httpReport := loadgen.Run(ctx, "HTTP", o.clients, o.duration, httpCycle(c, runID+"-HTTP"))
 	hs.Close()
 	closeEng()
-	fmt.Fprintln(out, httpReport.line())
-	if err := httpReport.err(); err != nil || o.noGoAPI {
+	fmt.Fprintln(out, httpReport)
+	if err := benchErr(httpReport); err != nil || o.noGoAPI {
 		return err
 	}
 
@@ -222,25 +201,30 @@ func runBench(ctx context.Context, o *benchOptions, out io.Writer) error {
 		return err
 	}
 	defer closeEng()
-	goReport := benchRun(ctx, "Go API", o.clients, o.duration, runID, goCycle(eng))
-	fmt.Fprintln(out, goReport.line())
-	return goReport.err()
+	goReport := loadgen.Run(ctx, "Go API", o.clients, o.duration, goCycle(eng, runID+"-Go API"))
+	fmt.Fprintln(out, goReport)
+	return benchErr(goReport)
 }
 
-func (r benchReport) err() error {
-	if r.errors > 0 {
-		return fmt.Errorf("veena bench: %s: %d processes failed; the first: %v", r.name, r.errors, r.firstErr)
+// benchErr says how many processes of a run failed, and the first reason.
+func benchErr(r loadgen.Report) error {
+	if r.Errors > 0 {
+		return fmt.Errorf("veena bench: %s: %d processes failed; the first: %v", r.Name, r.Errors, r.FirstErr)
 	}
 	return nil
 }
 
+// benchHTTPClient is an HTTP client that keeps a connection per client.
 func benchHTTPClient(clients int) *http.Client {
 	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: clients * 2, MaxIdleConnsPerHost: clients * 2, IdleConnTimeout: time.Minute,
 	}}
 }
 
-func httpCycle(c *client) benchCycle {
+// httpCycle is one process over HTTP: start, read tokens, complete. Its
+// commands carry Idempotency-Keys made from keyPrefix, so that a request
+// retried after a transport error is applied once.
+func httpCycle(c *client, keyPrefix string) loadgen.Cycle {
 	call := func(ctx context.Context, method, path, body, key string, out any) (time.Duration, error) {
 		hdr := http.Header{}
 		if key != "" {
@@ -268,101 +252,57 @@ func httpCycle(c *client) benchCycle {
 		}
 		return total, last
 	}
-	return func(ctx context.Context, key string) (lat [3]time.Duration, n int, err error) {
+	return func(ctx context.Context, client, n int) (string, []time.Duration, error) {
+		key := fmt.Sprintf("%s-%d-%d", keyPrefix, client, n)
+		lat := make([]time.Duration, 0, 3)
 		var p veena.Process
-		if lat[0], err = call(ctx, "POST", "/api/v1/processes", `{"definition":"veena-bench"}`, key+"-start", &p); err != nil {
-			return lat, 1, err
+		d, err := call(ctx, "POST", "/api/v1/processes", `{"definition":"veena-bench"}`, key+"-start", &p)
+		if lat = append(lat, d); err != nil {
+			return "", lat, err
 		}
 		var h veena.TokenHistory
-		if lat[1], err = call(ctx, "GET", "/api/v1/processes/"+p.ID+"/tokens", "", "", &h); err != nil {
-			return lat, 2, err
+		d, err = call(ctx, "GET", "/api/v1/processes/"+p.ID+"/tokens", "", "", &h)
+		if lat = append(lat, d); err != nil {
+			return p.ID, lat, err
 		}
 		if len(h.NodeTokens) != 1 {
-			return lat, 2, fmt.Errorf("process %s has %d node tokens", p.ID, len(h.NodeTokens))
+			return p.ID, lat, fmt.Errorf("process %s has %d node tokens", p.ID, len(h.NodeTokens))
 		}
 		var done veena.Process
-		if lat[2], err = call(ctx, "POST", "/api/v1/node-tokens/"+h.NodeTokens[0].ID+"/complete", "{}", key+"-complete", &done); err != nil {
-			return lat, 3, err
+		d, err = call(ctx, "POST", "/api/v1/node-tokens/"+h.NodeTokens[0].ID+"/complete", "{}", key+"-complete", &done)
+		if lat = append(lat, d); err != nil {
+			return p.ID, lat, err
 		}
 		if done.State != "completed" {
-			return lat, 3, fmt.Errorf("process %s is %s after completing", p.ID, done.State)
+			return p.ID, lat, fmt.Errorf("process %s is %s after completing", p.ID, done.State)
 		}
-		return lat, 3, nil
+		return p.ID, lat, nil
 	}
 }
 
-func goCycle(eng *veena.Engine) benchCycle {
-	return func(ctx context.Context, key string) (lat [3]time.Duration, n int, err error) {
+// goCycle is the same process as httpCycle through the Go API.
+func goCycle(eng *veena.Engine, keyPrefix string) loadgen.Cycle {
+	return func(ctx context.Context, client, n int) (string, []time.Duration, error) {
+		key := fmt.Sprintf("%s-%d-%d", keyPrefix, client, n)
+		lat := make([]time.Duration, 0, 3)
 		t0 := time.Now()
 		p, err := eng.StartProcess(ctx, veena.StartRequest{Definition: "veena-bench", IdempotencyKey: key + "-start"})
-		lat[0] = time.Since(t0)
-		if err != nil {
-			return lat, 1, err
+		if lat = append(lat, time.Since(t0)); err != nil {
+			return "", lat, err
 		}
 		t0 = time.Now()
 		h, err := eng.Tokens(ctx, p.ID)
-		lat[1] = time.Since(t0)
-		if err != nil {
-			return lat, 2, err
+		if lat = append(lat, time.Since(t0)); err != nil {
+			return p.ID, lat, err
 		}
 		t0 = time.Now()
 		done, err := eng.CompleteToken(ctx, h.NodeTokens[0].ID, veena.CompleteRequest{IdempotencyKey: key + "-complete"})
-		lat[2] = time.Since(t0)
-		if err != nil {
-			return lat, 3, err
+		if lat = append(lat, time.Since(t0)); err != nil {
+			return p.ID, lat, err
 		}
 		if done.State != "completed" {
-			return lat, 3, fmt.Errorf("process %s is %s after completing", p.ID, done.State)
+			return p.ID, lat, fmt.Errorf("process %s is %s after completing", p.ID, done.State)
 		}
-		return lat, 3, nil
+		return p.ID, lat, nil
 	}
-}
-
-func benchRun(ctx context.Context, name string, clients int, d time.Duration, runID string, cycle benchCycle) benchReport {
-	var (
-		mu        sync.Mutex
-		lats      []time.Duration
-		processes atomic.Int64
-		requests  atomic.Int64
-		errs      atomic.Int64
-		firstErr  error
-		wg        sync.WaitGroup
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			var mine []time.Duration
-			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
-				lat, n, err := cycle(ctx, fmt.Sprintf("%s-%s-%d-%d", runID, name, c, i))
-				mine = append(mine, lat[:n]...)
-				requests.Add(int64(n))
-				if err != nil {
-					if errs.Add(1) == 1 {
-						mu.Lock()
-						firstErr = err
-						mu.Unlock()
-					}
-					continue
-				}
-				processes.Add(1)
-			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			mu.Unlock()
-		}(c)
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	pct := func(p float64) time.Duration {
-		if len(lats) == 0 {
-			return 0
-		}
-		return lats[int(p*float64(len(lats)-1))]
-	}
-	return benchReport{name: name, clients: clients, processes: processes.Load(), requests: requests.Load(), errors: errs.Load(),
-		elapsed: elapsed, p50: pct(0.5), p99: pct(0.99), firstErr: firstErr}
 }

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,12 +67,7 @@ func loadOffline(repo *graph.Repository, paths []string) (map[string]*graph.Grap
 
 // printLoadErrors writes every problem as file:line:column: message.
 func printLoadErrors(w io.Writer, failed map[string]error) {
-	names := make([]string, 0, len(failed))
-	for f := range failed {
-		names = append(names, f)
-	}
-	sort.Strings(names)
-	for _, f := range names {
+	for _, f := range slices.Sorted(maps.Keys(failed)) {
 		err := failed[f]
 		var les []*graph.LoadError
 		collectLoadErrors(err, &les)
@@ -98,11 +94,12 @@ func printLoadErrors(w io.Writer, failed map[string]error) {
 	}
 }
 
+// collectLoadErrors appends the load errors in err to out, looking into
+// joined errors (a directory's files) one by one.
 func collectLoadErrors(err error, out *[]*graph.LoadError) {
 	if err == nil {
 		return
 	}
-	var le *graph.LoadError
 	if l, ok := err.(*graph.LoadError); ok {
 		*out = append(*out, l)
 		return
@@ -113,6 +110,7 @@ func collectLoadErrors(err error, out *[]*graph.LoadError) {
 		}
 		return
 	}
+	var le *graph.LoadError
 	if errors.As(err, &le) {
 		*out = append(*out, le)
 	}
@@ -128,12 +126,7 @@ func newCheckCmd() *cobra.Command {
 			loaded, failed := loadOffline(graph.NewRepository(), args)
 			out := cmd.OutOrStdout()
 			if !quiet {
-				keys := make([]string, 0, len(loaded))
-				for k := range loaded {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
-				for _, k := range keys {
+				for _, k := range slices.Sorted(maps.Keys(loaded)) {
 					g := loaded[k]
 					fmt.Fprintf(out, "%s: ok (%s: %d nodes, %d arcs)\n", strings.SplitN(k, "#", 2)[0], g.Name, len(g.Nodes), len(g.Arcs))
 				}
@@ -234,6 +227,7 @@ printed in the TestProcess notation, then the events in the order they fired.
 	return cmd
 }
 
+// codeOf is the stable code of a kernel error, "error" for others.
 func codeOf(err error) string {
 	var ke *kernel.Error
 	if errors.As(err, &ke) {

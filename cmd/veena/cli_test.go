@@ -68,11 +68,7 @@ func TestEnvValue(t *testing.T) {
 
 func TestDescribeErrors(t *testing.T) {
 	ae := &apiError{Status: 422, Code: "definition_invalid", Title: "The definition is invalid", file: "order.wf.xml"}
-	ae.Errors = append(ae.Errors, struct {
-		Line    int    `json:"line"`
-		Column  int    `json:"column"`
-		Message string `json:"message"`
-	}{3, 5, `arc to unknown node "x"`})
+	ae.Errors = append(ae.Errors, lineProblem{3, 5, `arc to unknown node "x"`})
 	if got := ae.describe(); !strings.Contains(got, `order.wf.xml:3:5: arc to unknown node "x"`) {
 		t.Errorf("definition problems read %q", got)
 	}

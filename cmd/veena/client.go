@@ -33,6 +33,7 @@ type clientFlags struct {
 	url, token string
 }
 
+// add adds --url and --token to cmd and its subcommands.
 func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&f.url, "url", env("VEENA_URL", "http://"+DefaultAddr), "the Veena server (env VEENA_URL)")
 	// The default is read when the command runs, so that --help never
@@ -40,6 +41,8 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&f.token, "token", "", "access token (env VEENA_TOKEN)")
 }
 
+// client returns a client of the server the flags (or VEENA_URL and
+// VEENA_TOKEN) name.
 func (f *clientFlags) client() (*client, error) {
 	raw := f.url
 	if !strings.Contains(raw, "://") {
@@ -59,19 +62,23 @@ func (f *clientFlags) client() (*client, error) {
 
 // apiError is an error answer of the server.
 type apiError struct {
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Title  string `json:"title"`
-	Detail string `json:"detail"`
-	Errors []struct {
-		Line    int    `json:"line"`
-		Column  int    `json:"column"`
-		Message string `json:"message"`
-	} `json:"errors"`
+	Status int           `json:"status"`
+	Code   string        `json:"code"`
+	Title  string        `json:"title"`
+	Detail string        `json:"detail"`
+	Errors []lineProblem `json:"errors"`
+	// file names the definition file the errors are about.
 	file string
-	url  string
 }
 
+// lineProblem is one problem of a definition that failed to load.
+type lineProblem struct {
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+}
+
+// Error returns the message describe gives.
 func (e *apiError) Error() string { return e.describe() }
 
 // describe says what went wrong the way a person wants to read it: what the
@@ -170,7 +177,7 @@ func (c *client) send(ctx context.Context, method, path string, q url.Values, bo
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		ae := &apiError{Status: resp.StatusCode, file: c.file, url: u.String()}
+		ae := &apiError{Status: resp.StatusCode, file: c.file}
 		if err := json.Unmarshal(b, ae); err != nil || ae.Code == "" && ae.Title == "" {
 			ae.Title = http.StatusText(resp.StatusCode)
 			ae.Detail = strings.TrimSpace(string(b))
@@ -187,6 +194,7 @@ func (c *client) send(ctx context.Context, method, path string, q url.Values, bo
 	return resp, nil
 }
 
+// unreachable explains a request that did not reach the server.
 func (c *client) unreachable(err error) error {
 	hint := ""
 	if errors.Is(err, syscall.ECONNREFUSED) {
@@ -200,6 +208,7 @@ func (c *client) unreachable(err error) error {
 	return fmt.Errorf("veena: cannot reach the Veena server at %s: %v%s", c.base, rootCause(err), hint)
 }
 
+// rootCause strips the method and URL an *url.Error repeats.
 func rootCause(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -208,11 +217,14 @@ func rootCause(err error) error {
 	return err
 }
 
+// getJSON GETs path and decodes the JSON answer into out.
 func (c *client) getJSON(ctx context.Context, path string, q url.Values, out any) error {
 	_, err := c.request(ctx, http.MethodGet, path, q, nil, "", nil, out)
 	return err
 }
 
+// postJSON POSTs in as JSON, with an Idempotency-Key when idem is not
+// empty, and decodes the answer into out; it returns the status code.
 func (c *client) postJSON(ctx context.Context, path string, in, out any, idem string) (int, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -251,7 +263,9 @@ func (c *client) stream(ctx context.Context, path string, after int64, fn func(s
 			}
 		} else {
 			backoff = 500 * time.Millisecond
-			done, err := readSSE(resp.Body, func(ev sseEvent) bool {
+			// A stream that breaks off is reconnected below, from the
+			// last event seen.
+			done, _ := readSSE(resp.Body, func(ev sseEvent) bool {
 				if ev.id != "" {
 					last = ev.id
 				}
@@ -264,7 +278,6 @@ func (c *client) stream(ctx context.Context, path string, after int64, fn func(s
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			_ = err
 		}
 		select {
 		case <-ctx.Done():

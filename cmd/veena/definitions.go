@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,8 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/server"
 )
 
+// outputFlag is the --output (-o) flag of a command: table (the default)
+// or json, unless the command names other formats.
 type outputFlag struct{ format string }
 
 func (o *outputFlag) add(cmd *cobra.Command, formats ...string) {
@@ -38,12 +42,14 @@ func (o *outputFlag) check(formats ...string) error {
 	return fmt.Errorf("veena: output format %q: want %s", o.format, strings.Join(formats, ", "))
 }
 
+// printJSON writes v as indented JSON.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
+// table returns a writer that aligns tab-separated columns.
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
 
 func newDefinitionsCmd() *cobra.Command {
@@ -68,7 +74,7 @@ func newDefinitionsCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			failed := 0
 			for _, file := range args {
-				if err := loadFile(cmd, c, file, format, out); err != nil {
+				if err := loadFile(cmd.Context(), c, file, format, out); err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), describe(err))
 					failed++
 				}
@@ -97,10 +103,7 @@ func newDefinitionsCmd() *cobra.Command {
 			var all []veena.Definition
 			after := ""
 			for {
-				var page struct {
-					Items []veena.Definition `json:"items"`
-					Next  string             `json:"next"`
-				}
+				var page server.Page[veena.Definition]
 				q := url.Values{"limit": {"1000"}}
 				if after != "" {
 					q.Set("after", after)
@@ -221,9 +224,7 @@ func newDefinitionsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var page struct {
-				Items []veena.Definition `json:"items"`
-			}
+			var page server.Page[veena.Definition]
 			if err := c.getJSON(cmd.Context(), "/api/v1/definitions/"+url.PathEscape(args[0])+"/versions", url.Values{"limit": {"1000"}}, &page); err != nil {
 				return err
 			}
@@ -244,6 +245,8 @@ func newDefinitionsCmd() *cobra.Command {
 	return cmd
 }
 
+// definitionPath is the API path of a definition, of its latest version
+// when version is 0.
 func definitionPath(name string, version int) string {
 	p := "/api/v1/definitions/" + url.PathEscape(name)
 	if version > 0 {
@@ -252,7 +255,9 @@ func definitionPath(name string, version int) string {
 	return p
 }
 
-func loadFile(cmd *cobra.Command, c *client, file, format string, out io.Writer) error {
+// loadFile loads one definition file into the server and says whether it
+// made a new version.
+func loadFile(ctx context.Context, c *client, file, format string, out io.Writer) error {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("veena: %w", err)
@@ -264,7 +269,7 @@ func loadFile(cmd *cobra.Command, c *client, file, format string, out io.Writer)
 	c.file = file
 	defer func() { c.file = "" }()
 	var d veena.Definition
-	status, err := c.request(cmd.Context(), http.MethodPost, "/api/v1/definitions", q, bytes.NewReader(src), contentTypeOf(file, src), nil, &d)
+	status, err := c.request(ctx, http.MethodPost, "/api/v1/definitions", q, bytes.NewReader(src), contentTypeOf(file, src), nil, &d)
 	if err != nil {
 		return err
 	}
@@ -276,6 +281,8 @@ func loadFile(cmd *cobra.Command, c *client, file, format string, out io.Writer)
 	return nil
 }
 
+// contentTypeOf is the Content-Type a definition file is sent with, from its
+// extension or else its first character.
 func contentTypeOf(file string, src []byte) string {
 	switch ext := strings.ToLower(filepath.Ext(file)); ext {
 	case ".xml", ".bpmn", ".pnml":
@@ -295,6 +302,7 @@ func contentTypeOf(file string, src []byte) string {
 	return "text/plain"
 }
 
+// qualified names a node as external:name when it came from an external.
 func qualified(external, name string) string {
 	if external == "" {
 		return name
@@ -309,11 +317,13 @@ func yes(b bool) string {
 	return ""
 }
 
+// oneLine folds s onto one line of at most 60 characters.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	return short(s, 60)
 }
 
+// short cuts s to n characters, marking the cut with "…".
 func short(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {

@@ -33,6 +33,8 @@ func parseEnv(pairs []string) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
+// envValue is the JSON of one --env or NAME=VALUE value, as parseEnv
+// describes.
 func envValue(v string) json.RawMessage {
 	t := strings.TrimSpace(v)
 	if t != "" && t[0] != '[' && json.Valid([]byte(t)) {
@@ -274,28 +276,15 @@ completed into, else the node they lead to.`,
 	events.Flags().Int64Var(&evAfter, "after", 0, "only events after this sequence number")
 	evOut.add(events, "text", "json")
 
-	var envOut outputFlag
-	envCmd := &cobra.Command{
-		Use:   "env ID [NAME=VALUE…]",
-		Short: "Show the process environment, or merge attributes into it (NAME= with no value removes one)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := envOut.check(); err != nil {
-				return err
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			return envCommand(cmd.Context(), c, cmd.OutOrStdout(), "/api/v1/processes/"+url.PathEscape(args[0])+"/env", args[1:], envOut.format)
-		},
-	}
-	envOut.add(envCmd)
+	envCmd := newEnvCmd(cf, "env ID [NAME=VALUE…]",
+		"Show the process environment, or merge attributes into it (NAME= with no value removes one)",
+		"/api/v1/processes/")
 
 	cmd.AddCommand(start, list, show, cancel, tokens, events, envCmd)
 	return cmd
 }
 
+// stamp is a time in the local zone to the second, "" for none.
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
@@ -367,6 +356,32 @@ func printEnv(out io.Writer, indent string, env map[string]veena.Value) {
 	tw.Flush()
 }
 
+// newEnvCmd makes the env subcommand of processes and tokens: with only an
+// ID it prints the environment at base+ID+"/env"; with NAME=VALUE arguments
+// it merges them into it and prints the result.
+func newEnvCmd(cf *clientFlags, use, short, base string) *cobra.Command {
+	var out outputFlag
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			return envCommand(cmd.Context(), c, cmd.OutOrStdout(), base+url.PathEscape(args[0])+"/env", args[1:], out.format)
+		},
+	}
+	out.add(cmd)
+	return cmd
+}
+
+// envCommand prints the environment at path, after merging sets (NAME=VALUE;
+// NAME= removes the attribute) into it when there are any.
 func envCommand(ctx context.Context, c *client, out io.Writer, path string, sets []string, format string) error {
 	var env map[string]veena.Value
 	if len(sets) == 0 {
@@ -410,7 +425,7 @@ func envCommand(ctx context.Context, c *client, out io.Writer, path string, sets
 func showEvents(ctx context.Context, c *client, out io.Writer, id string, after int64, follow, asJSON bool) error {
 	path := "/api/v1/processes/" + url.PathEscape(id) + "/events"
 	names := &tokenNames{c: c, process: id}
-	print := func(ev veena.Event) {
+	show := func(ev veena.Event) {
 		if asJSON {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(out, "%s\n", b)
@@ -428,22 +443,33 @@ func showEvents(ctx context.Context, c *client, out io.Writer, id string, after 
 			return err
 		}
 		for _, ev := range evs {
-			print(ev)
+			show(ev)
 		}
 		return nil
 	}
-	return c.stream(ctx, path, after, func(se sseEvent) bool {
+	// The server ends a stream it cannot continue with an "error" event
+	// whose data is the reason as a JSON string.
+	var streamErr error
+	err := c.stream(ctx, path, after, func(se sseEvent) bool {
 		if se.name == "error" {
-			fmt.Fprintf(out, "server: %s\n", se.data)
+			var reason string
+			if json.Unmarshal([]byte(se.data), &reason) != nil {
+				reason = se.data
+			}
+			streamErr = fmt.Errorf("veena: the server could not go on reading the events of process %s: %s", id, reason)
 			return false
 		}
 		var ev veena.Event
 		if json.Unmarshal([]byte(se.data), &ev) != nil {
 			return true
 		}
-		print(ev)
+		show(ev)
 		return ev.Type != "PROCESS_COMPLETED" && ev.Type != "PROCESS_CANCELED"
 	})
+	if err != nil {
+		return err
+	}
+	return streamErr
 }
 
 // tokenNames finds node names of the tokens events mention.
@@ -454,6 +480,8 @@ type tokenNames struct {
 	arcs    map[string]string
 }
 
+// refresh reads the token history again. When it cannot, the names stay as
+// they were and events show token ids instead.
 func (n *tokenNames) refresh(ctx context.Context) {
 	var h veena.TokenHistory
 	if n.c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(n.process)+"/tokens", nil, &h) != nil {
@@ -468,6 +496,8 @@ func (n *tokenNames) refresh(ctx context.Context) {
 	}
 }
 
+// describe is an event as "TYPE node" or "TYPE from->to", with the arcs a
+// completion left on.
 func (n *tokenNames) describe(ctx context.Context, ev veena.Event) string {
 	s := ev.Type
 	lookup := func(m *map[string]string, id string) string {

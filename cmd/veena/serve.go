@@ -81,6 +81,7 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 	return cmd
 }
 
+// splitList splits a comma-separated list, dropping empty items.
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -209,7 +210,7 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 		_ = hs.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		logger.Warn("server", "err", err)
+		logger.Warn("the HTTP server ended with an error", "err", err)
 	}
 	eng.Stop()
 	if err := eng.Close(); err != nil {
@@ -219,6 +220,8 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	return nil
 }
 
+// displayAddr is the listen address as a person would type it in a
+// browser: the host name instead of a wildcard address.
 func displayAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

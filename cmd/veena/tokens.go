@@ -163,23 +163,9 @@ token set on the single arc given.`,
 	}
 	showOut.add(show)
 
-	var envOut outputFlag
-	envCmd := &cobra.Command{
-		Use:   "env TOKEN_ID [NAME=VALUE…]",
-		Short: "Show the token's environment, or merge attributes into it (NAME= removes one)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := envOut.check(); err != nil {
-				return err
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			return envCommand(cmd.Context(), c, cmd.OutOrStdout(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/env", args[1:], envOut.format)
-		},
-	}
-	envOut.add(envCmd)
+	envCmd := newEnvCmd(cf, "env TOKEN_ID [NAME=VALUE…]",
+		"Show the token's environment, or merge attributes into it (NAME= removes one)",
+		"/api/v1/node-tokens/")
 
 	cmd.AddCommand(complete, backtrack, show, envCmd)
 	return cmd

@@ -42,6 +42,7 @@ const (
 
 var roleNames = [...]string{"none", "viewer", "operator", "admin"}
 
+// String returns the role's name: none, viewer, operator or admin.
 func (r Role) String() string {
 	if int(r) < len(roleNames) {
 		return roleNames[r]
@@ -204,6 +205,7 @@ type Identity struct {
 	Role Role
 }
 
+// stored is a token the authenticator knows: its name, role and hash.
 type stored struct {
 	name string
 	role Role

@@ -77,11 +77,7 @@ function markNav(section) {
 // Asks the server who we are; sends to the login page when a token is needed.
 async function loadSession() {
   try {
-    const me = await api.whoami();
-    session.role = (me && me.role) || 'open';
-    session.name = (me && me.name) || '';
-    session.authRequired = !!(me && me.authRequired);
-    renderWho();
+    setSession(await api.whoami());
     return true;
   } catch (err) {
     if (err.status === 401) {
@@ -94,6 +90,14 @@ async function loadSession() {
       h('button', { type: 'button', onclick: () => route() }, 'Try again'));
     return false;
   }
+}
+
+// Takes the answer of GET /api/v1/whoami as the session and shows it.
+function setSession(me) {
+  session.role = (me && me.role) || 'open';
+  session.name = (me && me.name) || '';
+  session.authRequired = !!(me && me.authRequired);
+  renderWho();
 }
 
 function toLogin(message) {
@@ -133,11 +137,7 @@ function loginView(el, query) {
       setAccessToken(input.value.trim());
       session.role = '';
       try {
-        const me = await api.whoami();
-        session.role = (me && me.role) || 'open';
-        session.name = (me && me.name) || '';
-        session.authRequired = !!(me && me.authRequired);
-        renderWho();
+        setSession(await api.whoami());
         navigate(back);
       } catch (err) {
         setAccessToken('');
