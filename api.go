@@ -57,7 +57,7 @@ func (e *Engine) onProcess(ctx context.Context, id, key string, fn func(ke *kern
 
 // onNodeToken runs a command on the tree holding node token id.
 func (e *Engine) onNodeToken(ctx context.Context, id, key string, fn func(ke *kernel.Engine, t *tree, tok *kernel.NodeToken) (*kernel.Process, error)) (*Process, error) {
-	pid, idx, err := parseTokenID(id, 'n')
+	pid, idx, err := parseNodeTokenID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (e *Engine) Processes(ctx context.Context, f ProcessFilter) (*ProcessPage, 
 		}
 	}
 	if f.ParentToken != "" {
-		pid, idx, err := parseTokenID(f.ParentToken, 'n')
+		pid, idx, err := parseNodeTokenID(f.ParentToken)
 		if err != nil {
 			return &ProcessPage{Items: []Process{}}, nil
 		}
@@ -188,6 +188,8 @@ func (e *Engine) PatchProcessEnv(ctx context.Context, id string, patch map[strin
 	return p.Env, nil
 }
 
+// applyPatch merges attributes into a process environment (a nil value
+// removes one).
 func applyPatch(env *kernel.Env, vals map[string]*Value) {
 	for k, v := range vals {
 		if v == nil {
@@ -198,9 +200,21 @@ func applyPatch(env *kernel.Env, vals map[string]*Value) {
 	}
 }
 
+// applyTokenPatch merges attributes into a node token's environment (a nil
+// value removes one).
+func applyTokenPatch(t *kernel.NodeToken, vals map[string]*Value) {
+	for k, v := range vals {
+		if v == nil {
+			t.FullEnv().Remove(k)
+		} else {
+			t.SetAttr(k, *v)
+		}
+	}
+}
+
 // NodeToken returns a node token.
 func (e *Engine) NodeToken(ctx context.Context, id string) (*NodeToken, error) {
-	pid, idx, err := parseTokenID(id, 'n')
+	pid, idx, err := parseNodeTokenID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -262,15 +276,7 @@ func (e *Engine) CompleteToken(ctx context.Context, id string, req CompleteReque
 		if t.Complete {
 			return nil, &kernel.Error{Code: kernel.ErrTokenComplete.Code, Msg: fmt.Sprintf("node token %s is already complete", id)}
 		}
-		if len(vals) > 0 {
-			for k, v := range vals {
-				if v == nil {
-					t.FullEnv().Remove(k)
-				} else {
-					t.SetAttr(k, *v)
-				}
-			}
-		}
+		applyTokenPatch(t, vals)
 		if ts := req.TokenSet; ts != nil {
 			arc := ""
 			if len(names) == 1 {
@@ -309,13 +315,7 @@ func (e *Engine) PatchTokenEnv(ctx context.Context, id string, patch map[string]
 	}
 	var out map[string]Value
 	_, err = e.onNodeToken(ctx, id, "", func(_ *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
-		for k, v := range vals {
-			if v == nil {
-				t.FullEnv().Remove(k)
-			} else {
-				t.SetAttr(k, *v)
-			}
-		}
+		applyTokenPatch(t, vals)
 		t.Process.Dirty = true
 		out = t.Env.Map()
 		return t.Process, nil

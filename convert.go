@@ -1,7 +1,6 @@
 package veena
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,20 +11,17 @@ import (
 	"github.com/veena-wf/veena/store"
 )
 
-func jsonMarshal(v any) ([]byte, error)   { return json.Marshal(v) }
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
 // Token ids are the process id plus the token's number in the TestProcess
 // notation (creation order from 1): "<process>.n3" is node token [3 …],
 // "<process>.a2" arc token 2. Kernel messages number tokens the same way.
 func nodeTokenID(process string, i int) string { return process + ".n" + strconv.Itoa(i+1) }
 func arcTokenID(process string, i int) string  { return process + ".a" + strconv.Itoa(i+1) }
 
-// parseTokenID splits a token id into its process id and index; kind is
-// 'n' for node tokens and 'a' for arc tokens.
-func parseTokenID(id string, kind byte) (string, int, error) {
+// parseNodeTokenID splits a node token id into its process id and the
+// token's index.
+func parseNodeTokenID(id string) (string, int, error) {
 	i := strings.LastIndexByte(id, '.')
-	if i <= 0 || i+2 > len(id) || id[i+1] != kind {
+	if i <= 0 || i+2 > len(id) || id[i+1] != 'n' {
 		return "", 0, notFound("node token %q", id)
 	}
 	n, err := strconv.Atoi(id[i+2:])
@@ -65,15 +61,13 @@ func arcOf(a *graph.Arc) Arc {
 	return x
 }
 
-func envValues(e *kernel.Env) map[string]Value { return e.Map() }
-
 // process renders a kernel process for the API.
 func (e *Engine) process(p *kernel.Process, t *tree) *Process {
 	if p == nil {
 		return nil
 	}
 	out := &Process{ID: p.ID, Definition: p.Graph.Name, Version: p.Graph.Version, State: p.State.String(),
-		Env: envValues(p.Env), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		Env: p.Env.Map(), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if p.ParentToken != nil {
 		id := nodeTokenID(p.ParentToken.Process.ID, p.ParentToken.ID)
 		out.ParentToken = &id
@@ -116,7 +110,7 @@ func nodeTokenOf(t *kernel.NodeToken) NodeToken {
 	p := t.Process
 	x := NodeToken{ID: nodeTokenID(p.ID, t.ID), Process: p.ID, Node: t.Node.Name, External: t.Node.ExternalName(),
 		Complete: t.Complete, ExecutionType: t.ExecType.String(), TokenSets: setRefs(p, t.Sets),
-		Env: envValues(t.Env), CreatedAt: t.CreatedAt, Parents: []string{}, Children: []string{}}
+		Env: t.Env.Map(), CreatedAt: t.CreatedAt, Parents: []string{}, Children: []string{}}
 	if t.GuardAction != kernel.GuardNone {
 		s := t.GuardAction.String()
 		x.GuardAction = &s
@@ -188,7 +182,6 @@ func apiEvent(ev store.Event) Event {
 		x.ArcNames = make([]*string, len(ev.ArcNames))
 		for i, n := range ev.ArcNames {
 			if n != "" {
-				n := n
 				x.ArcNames[i] = &n
 			}
 		}

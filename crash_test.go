@@ -47,11 +47,14 @@ func TestCrash(t *testing.T) {
 		kills = min(kills, 2)
 	}
 	total := envInt("VEENA_CRASH_PROCESSES", 1500)
+	// The two runs share nothing (their own files, schema and children).
 	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		crashRun(t, "sqlite", filepath.Join(dir, "veena.db"), dir, 1, kills, total)
 	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		crashRun(t, "postgres", pgtest.Schema(t), t.TempDir(), 2, kills, total)
 	})
 }

@@ -68,29 +68,18 @@ func (e *Engine) compile(file string, src []byte, format string) (*graph.Graph, 
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
 }
 
+// reloadDefinitions adds to the repository the definitions other engines
+// stored since the last sync.
+func (e *Engine) reloadDefinitions(ctx context.Context) error {
+	e.defMu.Lock()
+	defer e.defMu.Unlock()
+	return e.syncDefinitions(ctx)
+}
+
 // syncDefinitions adds to the repository the definitions stored since the
 // last sync, replaying them in load order. The caller holds defMu.
 func (e *Engine) syncDefinitions(ctx context.Context) error {
-	defs, err := e.store.Definitions(ctx, e.defSeq)
-	if err != nil {
-		return storeError("read definitions", err)
-	}
-	for _, d := range defs {
-		g, err := e.compile(d.File, d.Source, d.Format)
-		if err != nil {
-			return fmt.Errorf("stored definition %s version %d no longer loads: %w", d.Name, d.Version, err)
-		}
-		if g.Hash != d.Hash {
-			e.log.Warn("veena: stored definition compiles to a different hash", "definition", d.Name, "version", d.Version)
-		}
-		g.Version = d.Version
-		g.CreatedAt = d.CreatedAt
-		if _, _, err := e.repo.Add(g); err != nil {
-			return fmt.Errorf("stored definition %s version %d: %w", d.Name, d.Version, err)
-		}
-		e.defSeq = d.Seq
-	}
-	return nil
+	return e.syncDefinitionsBefore(ctx, 0)
 }
 
 // addGraph prepares a compiled graph and stores it as the next version of
@@ -135,23 +124,28 @@ func (e *Engine) addGraph(ctx context.Context, g *graph.Graph) (*graph.Graph, bo
 	}
 }
 
-// syncDefinitionsBefore replays stored definitions with Seq below seq.
+// syncDefinitionsBefore replays, in load order, the stored definitions
+// this engine has not seen with Seq below seq (0: all of them). The caller
+// holds defMu.
 func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 	defs, err := e.store.Definitions(ctx, e.defSeq)
 	if err != nil {
 		return storeError("read definitions", err)
 	}
 	for _, d := range defs {
-		if d.Seq >= seq {
+		if seq > 0 && d.Seq >= seq {
 			break
 		}
 		g, err := e.compile(d.File, d.Source, d.Format)
 		if err != nil {
-			return err
+			return fmt.Errorf("stored definition %s version %d no longer loads: %w", d.Name, d.Version, err)
+		}
+		if g.Hash != d.Hash {
+			e.log.Warn("veena: stored definition compiles to a different hash", "definition", d.Name, "version", d.Version)
 		}
 		g.Version, g.CreatedAt = d.Version, d.CreatedAt
 		if _, _, err := e.repo.Add(g); err != nil {
-			return err
+			return fmt.Errorf("stored definition %s version %d: %w", d.Name, d.Version, err)
 		}
 		e.defSeq = d.Seq
 	}
@@ -196,10 +190,7 @@ func (e *Engine) loadDir(ctx context.Context, dir string) error {
 
 // Definitions returns the latest version of every definition, by name.
 func (e *Engine) Definitions(ctx context.Context) ([]*Definition, error) {
-	e.defMu.Lock()
-	err := e.syncDefinitions(ctx)
-	e.defMu.Unlock()
-	if err != nil {
+	if err := e.reloadDefinitions(ctx); err != nil {
 		return nil, err
 	}
 	var out []*Definition
@@ -216,10 +207,7 @@ func (e *Engine) definitionGraph(ctx context.Context, name string, version int) 
 	if version == 0 {
 		g := e.repo.Latest(name)
 		if g == nil {
-			e.defMu.Lock()
-			err := e.syncDefinitions(ctx)
-			e.defMu.Unlock()
-			if err != nil {
+			if err := e.reloadDefinitions(ctx); err != nil {
 				return nil, err
 			}
 			g = e.repo.Latest(name)
@@ -243,10 +231,7 @@ func (e *Engine) Definition(ctx context.Context, name string, version int) (*Def
 
 // DefinitionVersions returns every version of a definition, oldest first.
 func (e *Engine) DefinitionVersions(ctx context.Context, name string) ([]*Definition, error) {
-	e.defMu.Lock()
-	err := e.syncDefinitions(ctx)
-	e.defMu.Unlock()
-	if err != nil {
+	if err := e.reloadDefinitions(ctx); err != nil {
 		return nil, err
 	}
 	vs := e.repo.Versions(name)

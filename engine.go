@@ -3,6 +3,7 @@ package veena
 import (
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,7 +27,9 @@ type Options struct {
 	// node types, functions and listeners on it before Open.
 	Kernel *kernel.Kernel
 	// Clock gives the time of each command; nil means time.Now.
-	Clock  func() time.Time
+	Clock func() time.Time
+	// Logger receives the engine's warnings (a delayed token that failed to
+	// fire, a definition that failed to reload); nil means slog.Default().
 	Logger *slog.Logger
 	// DefinitionsDir, if set, names a directory whose *.wf.xml files are
 	// loaded at Open, in dependency order.
@@ -113,10 +116,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if k.Definitions == nil {
 		k.Definitions = e.repo.Latest
 	}
-	e.defMu.Lock()
-	err := e.syncDefinitions(ctx)
-	e.defMu.Unlock()
-	if err != nil {
+	if err := e.reloadDefinitions(ctx); err != nil {
 		return nil, err
 	}
 	if opts.DefinitionsDir != "" {
@@ -217,11 +217,9 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		}
 		if time.Since(lastSync) > 5*time.Second {
 			lastSync = time.Now()
-			e.defMu.Lock()
-			if err := e.syncDefinitions(ctx); err != nil && ctx.Err() == nil {
+			if err := e.reloadDefinitions(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("veena: reload definitions", "err", err)
 			}
-			e.defMu.Unlock()
 		}
 		// A little jitter keeps several engines from polling in lockstep.
 		if wait > 0 {
@@ -285,8 +283,14 @@ func isDelayed(t *kernel.NodeToken) bool {
 	return t.Active() && t.GuardAction == kernel.Delay && !t.Complete
 }
 
+// remember notes the facts of every process of the tree, as the next
+// command will find them.
 func (t *tree) remember() {
-	t.before = map[string]processFacts{}
+	if t.before == nil {
+		t.before = map[string]processFacts{}
+	} else {
+		clear(t.before)
+	}
 	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = factsOf(p) })
 }
 
@@ -296,10 +300,7 @@ func (e *Engine) graphOf(ctx context.Context, name string, version int) (*graph.
 	if g := e.repo.Get(name, version); g != nil {
 		return g, e.prepare(g)
 	}
-	e.defMu.Lock()
-	err := e.syncDefinitions(ctx)
-	e.defMu.Unlock()
-	if err != nil {
+	if err := e.reloadDefinitions(ctx); err != nil {
 		return nil, err
 	}
 	if g := e.repo.Get(name, version); g != nil {
@@ -377,7 +378,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) 
 			}
 			if found {
 				var p Process
-				if err := jsonUnmarshal(prev, &p); err != nil {
+				if err := json.Unmarshal(prev, &p); err != nil {
 					return fmt.Errorf("idempotency key %q: %w", key, err)
 				}
 				done = &plan{result: &p}
@@ -409,9 +410,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) 
 			return err
 		}
 		if key != "" {
-			b, err := jsonMarshal(p.result)
+			b, err := json.Marshal(p.result)
 			if err != nil {
-				return err
+				return fmt.Errorf("idempotency key %q: encode the result: %w", key, err)
 			}
 			if err := tx.PutKey(ctx, key, b); err != nil {
 				return err
@@ -521,7 +522,9 @@ func (p *plan) prepare() error {
 				p.ctxDrop = append(p.ctxDrop, q.ID)
 			}
 		}
-		q.Events = q.Events[:0]
+		// Drop the slice, not just its length: a cached tree may wait
+		// long for its next command and should not keep the array alive.
+		q.Events = nil
 		q.Dirty = false
 	})
 	if err != nil {

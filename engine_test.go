@@ -471,10 +471,13 @@ func TestSubscribe(t *testing.T) {
 		}
 	}
 	cancel()
-	if types[0] != "NODE_TOKEN_COMPLETED" {
+	if len(types) == 0 || types[0] != "NODE_TOKEN_COMPLETED" {
 		t.Fatalf("live events: %v", types)
 	}
-	stored, _ := e.Events(ctx, p.ID, int64(len(mustEvents(t, e, p.ID))-len(types)), 0)
+	stored, err := e.Events(ctx, p.ID, int64(len(mustEvents(t, e, p.ID))-len(types)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(stored) != len(types) {
 		t.Fatalf("live %d events, stored %d", len(types), len(stored))
 	}
@@ -506,6 +509,7 @@ func TestSubscribe(t *testing.T) {
 }
 
 func mustEvents(t *testing.T, e *veena.Engine, id string) []veena.Event {
+	t.Helper()
 	evs, err := e.Events(context.Background(), id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -516,8 +520,13 @@ func mustEvents(t *testing.T, e *veena.Engine, id string) []veena.Event {
 func TestDefinitionsDir(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{"child", "parent"} {
-		src, _ := os.ReadFile(filepath.Join("testdata", n+".wf.xml"))
-		os.WriteFile(filepath.Join(dir, n+".wf.xml"), src, 0o644)
+		src, err := os.ReadFile(filepath.Join("testdata", n+".wf.xml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n+".wf.xml"), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := open(t, nil, veena.Options{DefinitionsDir: dir})
 	defer e.Close()

@@ -64,10 +64,14 @@ func backends() []backend {
 	}
 }
 
-// eachBackend runs fn against every backend.
+// eachBackend runs fn against every backend, in parallel: each has a
+// database of its own.
 func eachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) { fn(t, b) })
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, b)
+		})
 	}
 }
 

@@ -111,7 +111,10 @@ func TestSameHistoryOnEveryStore(t *testing.T) {
 				apply("start "+def, func(e *veena.Engine) (any, error) {
 					return e.StartProcess(ctx, veena.StartRequest{Definition: def, Env: env})
 				})
-				page, _ := ref.Processes(ctx, veena.ProcessFilter{Limit: 1000, After: fmt.Sprintf("c%03d-", check)})
+				page, err := ref.Processes(ctx, veena.ProcessFilter{Limit: 1000, After: fmt.Sprintf("c%03d-", check)})
+				if err != nil {
+					rt.Fatal(err)
+				}
 				procs = procs[:0]
 				for _, p := range page.Items {
 					procs = append(procs, p.ID)

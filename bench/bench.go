@@ -535,7 +535,7 @@ func rawSQLite(ctx context.Context, path, sync string, clients int, d time.Durat
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS raw (id INTEGER PRIMARY KEY, client INTEGER, payload TEXT)`); err != nil {
 		return 0, err
 	}
-	return rawLoop(ctx, clients, d, func(ctx context.Context, c, i int) error {
+	return rawLoop(ctx, clients, d, func(ctx context.Context, c int) error {
 		_, err := db.ExecContext(ctx, `INSERT INTO raw (client, payload) VALUES (?, ?)`, c, "x")
 		return err
 	})
@@ -546,13 +546,15 @@ func rawPostgres(ctx context.Context, pool *pgxpool.Pool, clients int, d time.Du
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (id BIGSERIAL PRIMARY KEY, client INTEGER, payload TEXT)`); err != nil {
 		return 0, err
 	}
-	return rawLoop(ctx, clients, d, func(ctx context.Context, c, i int) error {
+	return rawLoop(ctx, clients, d, func(ctx context.Context, c int) error {
 		_, err := pool.Exec(ctx, `INSERT INTO bench_raw (client, payload) VALUES ($1, $2)`, c, "x")
 		return err
 	})
 }
 
-func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx context.Context, c, i int) error) (float64, error) {
+// rawLoop runs insert from clients goroutines (c numbers them) until d has
+// passed and returns the rate of successful inserts, with the first error.
+func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx context.Context, c int) error) (float64, error) {
 	deadline := time.Now().Add(d)
 	var n atomic.Int64
 	var firstErr error
@@ -563,8 +565,8 @@ func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; time.Now().Before(deadline); i++ {
-				if err := insert(ctx, c, i); err != nil {
+			for time.Now().Before(deadline) {
+				if err := insert(ctx, c); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
@@ -582,7 +584,7 @@ func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx 
 func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n int) error {
 	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "bench-wait"})
 	if err != nil {
-		return err
+		return fmt.Errorf("start the process to copy: %w", err)
 	}
 	const chunk = 100000
 	for from := 1; from <= n; from += chunk {
@@ -591,13 +593,13 @@ func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n in
 			SELECT 'parked-' || g, 'parked-' || g, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version
 			FROM processes, generate_series($2::int, $3::int) AS g WHERE id = $1`, p.ID, from, to)
 		if err != nil {
-			return err
+			return fmt.Errorf("copy the parked process rows: %w", err)
 		}
 		_, err = pool.Exec(ctx, `INSERT INTO events (process_id, seq, last_seq, data)
 			SELECT 'parked-' || g, seq, last_seq, data
 			FROM events, generate_series($2::int, $3::int) AS g WHERE process_id = $1`, p.ID, from, to)
 		if err != nil {
-			return err
+			return fmt.Errorf("copy the parked process events: %w", err)
 		}
 	}
 	_, err = pool.Exec(ctx, `ANALYZE processes; ANALYZE events`)
@@ -608,7 +610,7 @@ func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n in
 func parkSQLite(ctx context.Context, e *veena.Engine, path string, n int) error {
 	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "bench-wait"})
 	if err != nil {
-		return err
+		return fmt.Errorf("start the process to copy: %w", err)
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=60000")
 	if err != nil {
@@ -622,11 +624,11 @@ func parkSQLite(ctx context.Context, e *veena.Engine, path string, n int) error 
 		if _, err := db.ExecContext(ctx, series+` INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version)
 			SELECT 'parked-' || x, 'parked-' || x, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version
 			FROM processes, g WHERE id = ?`, from, to, p.ID); err != nil {
-			return err
+			return fmt.Errorf("copy the parked process rows: %w", err)
 		}
 		if _, err := db.ExecContext(ctx, series+` INSERT INTO events (process_id, seq, last_seq, data)
 			SELECT 'parked-' || x, seq, last_seq, data FROM events, g WHERE process_id = ?`, from, to, p.ID); err != nil {
-			return err
+			return fmt.Errorf("copy the parked process events: %w", err)
 		}
 	}
 	return nil

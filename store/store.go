@@ -209,7 +209,7 @@ func OrderTree(rows []*Process) []*Process {
 // EncodeEvents packs events of one process into one record for backends
 // that store a command's events as one row: a JSON array of
 // [seq, type, node token, arc token, arc names or null, unix nanoseconds].
-func EncodeEvents(evs []Event) ([]byte, error) {
+func EncodeEvents(evs []Event) []byte {
 	b := make([]byte, 0, 48*len(evs)+2)
 	b = append(b, '[')
 	for i, ev := range evs {
@@ -241,7 +241,7 @@ func EncodeEvents(evs []Event) ([]byte, error) {
 		b = strconv.AppendInt(b, ev.At.UnixNano(), 10)
 		b = append(b, ']')
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }
 
 // appendJSONString appends s as a JSON string.
@@ -277,6 +277,25 @@ func DecodeEvents(process string, b []byte) ([]Event, error) {
 		}
 		ev.At = time.Unix(0, at).UTC()
 		out[i] = ev
+	}
+	return out, nil
+}
+
+// AppendEventsAfter decodes a record EncodeEvents packed and appends to out
+// its events with Seq > after, until out holds limit events (no bound if
+// limit <= 0).
+func AppendEventsAfter(out []Event, process string, record []byte, after int64, limit int) ([]Event, error) {
+	evs, err := DecodeEvents(process, record)
+	if err != nil {
+		return out, err
+	}
+	for _, ev := range evs {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if ev.Seq > after {
+			out = append(out, ev)
+		}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -16,15 +17,48 @@ func TestEventsRoundTrip(t *testing.T) {
 		{Process: "p", Seq: 2, Type: "NODE_TOKEN_COMPLETED", NodeToken: 3, ArcToken: -1, ArcNames: []string{"", `a "quoted" \ name`, "ünï\n"}, At: at},
 		{Process: "p", Seq: 3, Type: "NODE_TOKEN_COMPLETED", NodeToken: 4, ArcToken: -1, ArcNames: []string{}, At: at},
 	}
-	b, err := store.EncodeEvents(evs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := store.EncodeEvents(evs)
 	got, err := store.DecodeEvents("p", b)
 	if err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
 	if diff := cmp.Diff(evs, got); diff != "" {
 		t.Fatalf("(-want +have):\n%s", diff)
+	}
+}
+
+func TestAppendEventsAfter(t *testing.T) {
+	t.Parallel()
+	var evs []store.Event
+	for seq := int64(1); seq <= 5; seq++ {
+		evs = append(evs, store.Event{Process: "p", Seq: seq, Type: "X", NodeToken: -1, ArcToken: -1, At: time.Unix(0, seq).UTC()})
+	}
+	record := store.EncodeEvents(evs)
+	prior := []store.Event{{Process: "p", Seq: 0, NodeToken: -1, ArcToken: -1}}
+	for _, c := range []struct {
+		after    int64
+		limit    int
+		wantSeqs []int64
+	}{
+		{after: 0, limit: 0, wantSeqs: []int64{0, 1, 2, 3, 4, 5}},
+		{after: 3, limit: 0, wantSeqs: []int64{0, 4, 5}},
+		{after: 1, limit: 3, wantSeqs: []int64{0, 2, 3}},
+		{after: 5, limit: 0, wantSeqs: []int64{0}},
+		{after: 0, limit: 1, wantSeqs: []int64{0}},
+	} {
+		got, err := store.AppendEventsAfter(slices.Clone(prior), "p", record, c.after, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, ev := range got {
+			seqs = append(seqs, ev.Seq)
+		}
+		if !slices.Equal(seqs, c.wantSeqs) {
+			t.Errorf("after %d, limit %d: got seqs %v, want %v", c.after, c.limit, seqs, c.wantSeqs)
+		}
+	}
+	if _, err := store.AppendEventsAfter(nil, "p", []byte("[[1]]"), 0, 0); err == nil {
+		t.Error("a malformed record decoded without error")
 	}
 }

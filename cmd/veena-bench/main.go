@@ -35,7 +35,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "veena-bench:", err)
 			os.Exit(1)
 		}
-		pprof.StartCPUProfile(f)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "veena-bench: start the CPU profile:", err)
+			os.Exit(1)
+		}
 		defer pprof.StopCPUProfile()
 	}
 	if *targets != "" {
@@ -62,7 +65,9 @@ func main() {
 	defer cancel()
 	rep, err := bench.Run(ctx, cfg, os.Stderr)
 	if *asJSON {
-		json.NewEncoder(os.Stdout).Encode(rep)
+		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+			fmt.Fprintln(os.Stderr, "veena-bench: write the report:", err)
+		}
 	} else {
 		rep.WriteTable(os.Stdout)
 	}

@@ -138,6 +138,8 @@ func Encode(p *kernel.Process) ([]byte, error) {
 	// Token environments are written once per distinct content: tokens that
 	// share one (copy-on-write) point to the same entry.
 	envIndex := map[string]int{}
+	// A shared environment is encoded once, not once per token holding it.
+	envOfToken := map[*kernel.Env]int{}
 	s.Nodes = make([]node, len(p.NodeTokens))
 	for i, t := range p.NodeTokens {
 		n := node{
@@ -153,15 +155,18 @@ func Encode(p *kernel.Process) ([]byte, error) {
 			n.Children = append(n.Children, a.ID)
 		}
 		if t.Env.Len() > 0 {
-			b, err := json.Marshal(t.Env.Map())
-			if err != nil {
-				return nil, fmt.Errorf("node token %d: %w", i, err)
-			}
-			idx, ok := envIndex[string(b)]
+			idx, ok := envOfToken[t.Env]
 			if !ok {
-				s.Envs = append(s.Envs, b)
-				idx = len(s.Envs)
-				envIndex[string(b)] = idx
+				b, err := json.Marshal(t.Env.Map())
+				if err != nil {
+					return nil, fmt.Errorf("node token %d: %w", i, err)
+				}
+				if idx, ok = envIndex[string(b)]; !ok {
+					s.Envs = append(s.Envs, b)
+					idx = len(s.Envs)
+					envIndex[string(b)] = idx
+				}
+				envOfToken[t.Env] = idx
 			}
 			n.Env = idx
 		}

@@ -18,7 +18,7 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func setup(t *testing.T) (*kernel.Kernel, *graph.Repository) {
+func setup(t testing.TB) (*kernel.Kernel, *graph.Repository) {
 	repo := graph.NewRepository()
 	for _, n := range []string{"wait", "split", "delay", "child", "parent", "tokenset", "rework"} {
 		src, err := os.ReadFile(filepath.Join("..", "..", "testdata", n+".wf.xml"))
@@ -112,7 +112,7 @@ func ids(ts []*kernel.NodeToken) []int {
 	return out
 }
 
-func only(t *testing.T, p *kernel.Process, node string) *kernel.NodeToken {
+func only(t testing.TB, p *kernel.Process, node string) *kernel.NodeToken {
 	t.Helper()
 	for _, nt := range p.NodeTokens {
 		if nt.Node.Name == node && nt.Active() {
@@ -294,10 +294,10 @@ func TestDecodedProcessesBacktrackLikeTheOriginal(t *testing.T) {
 	}
 }
 
-// TestDecodedEnvironmentsCopyOnWrite: a child token inherits its parent's
-// environment; after decoding they still share it, and a write through
-// either one leaves the other as it was.
-func TestDecodedEnvironmentsCopyOnWrite(t *testing.T) {
+// splitWithSharedEnv runs a split process to its join: the token on "a"
+// has an attribute, which the tokens after it inherit (share).
+func splitWithSharedEnv(t testing.TB) (*kernel.Process, *graph.Repository) {
+	t.Helper()
 	k, repo := setup(t)
 	e := k.Engine(t0)
 	p, err := e.Start(repo.Latest("split"), nil)
@@ -312,6 +312,14 @@ func TestDecodedEnvironmentsCopyOnWrite(t *testing.T) {
 	if err := e.Complete(only(t, p, "b")); err != nil {
 		t.Fatal(err)
 	}
+	return p, repo
+}
+
+// TestDecodedEnvironmentsCopyOnWrite: a child token inherits its parent's
+// environment; after decoding they still share it, and a write through
+// either one leaves the other as it was.
+func TestDecodedEnvironmentsCopyOnWrite(t *testing.T) {
+	p, repo := splitWithSharedEnv(t)
 	p = roundTrip(t, repo, p)
 	parent, child := p.NodeTokens[1], only(t, p, "last")
 	if parent.Env != child.Env {
@@ -325,4 +333,18 @@ func TestDecodedEnvironmentsCopyOnWrite(t *testing.T) {
 	if _, ok := child.Attr("y"); ok {
 		t.Fatal("writing the parent's environment changed its child's")
 	}
+}
+
+// BenchmarkEncode measures the snapshot of a split process whose tokens
+// share one environment, as the engine writes it after every command.
+func BenchmarkEncode(b *testing.B) {
+	p, _ := splitWithSharedEnv(b)
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := snapshot.Encode(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "µs/encode")
 }

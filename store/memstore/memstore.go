@@ -4,7 +4,9 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -65,7 +67,7 @@ func (s *Store) Ready(context.Context) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return store.Unavailable("memstore", fmt.Errorf("closed"))
+		return store.Unavailable("memstore", errors.New("closed"))
 	}
 	return nil
 }
@@ -119,7 +121,7 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, store.Tx) e
 	closed := s.closed
 	s.mu.RUnlock()
 	if closed {
-		return store.Unavailable("memstore", fmt.Errorf("closed"))
+		return store.Unavailable("memstore", errors.New("closed"))
 	}
 	tx := &tx{s: s}
 	if err := fn(ctx, tx); err != nil {
@@ -221,7 +223,6 @@ func (t *tx) AppendEvents(_ context.Context, evs []store.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ev := range evs {
-		ev := ev
 		n := len(s.events[ev.Process])
 		if n > 0 && s.events[ev.Process][n-1].Seq >= ev.Seq {
 			return fmt.Errorf("event %d of process %s: %w", ev.Seq, ev.Process, store.ErrConflict)
@@ -409,11 +410,7 @@ func (s *Store) FindByContext(_ context.Context, match map[string]string, limit 
 	for id, c := range s.contexts {
 		ok := true
 		for k, v := range match {
-			if c[k] != v {
-				ok = false
-				break
-			}
-			if _, has := c[k]; !has {
+			if cv, has := c[k]; !has || cv != v {
 				ok = false
 				break
 			}
@@ -445,12 +442,8 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 			due = append(due, t)
 		}
 	}
-	sort.Slice(due, func(i, j int) bool {
-		if !due[i].DueAt.Equal(due[j].DueAt) {
-			return due[i].DueAt.Before(due[j].DueAt)
-		}
-		return strings.Compare(due[i].Process, due[j].Process) < 0 ||
-			(due[i].Process == due[j].Process && due[i].Token < due[j].Token)
+	slices.SortFunc(due, func(a, b store.Timer) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), strings.Compare(a.Process, b.Process), cmp.Compare(a.Token, b.Token))
 	})
 	if limit > 0 && len(due) > limit {
 		due = due[:limit]

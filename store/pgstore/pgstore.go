@@ -12,11 +12,11 @@ package pgstore
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -53,8 +54,7 @@ type Options struct {
 
 // Store is a PostgreSQL database.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string
+	pool *pgxpool.Pool
 
 	updates, commits atomic.Int64
 
@@ -90,7 +90,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, store.Unavailable("pgstore: connect", err)
 	}
-	s := &Store{pool: pool, schema: opts.Schema, group: opts.GroupCommit}
+	s := &Store{pool: pool, group: opts.GroupCommit}
 	if opts.Schema != "" {
 		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{opts.Schema}.Sanitize()); err != nil {
 			pool.Close()
@@ -162,40 +162,13 @@ func classify(err error) error {
 	return err
 }
 
-func migrations() ([]string, error) {
-	entries, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	var out []string
-	for _, e := range entries {
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, string(b))
-	}
-	return out, nil
-}
-
-func checkVersion(v, known int, apply bool) error {
-	switch {
-	case v > known:
-		return fmt.Errorf("%w: database schema version %d is newer than this Veena (%d); upgrade Veena", store.ErrSchema, v, known)
-	case v < known && !apply:
-		return fmt.Errorf("%w: database schema version %d is behind this Veena (%d) and migrations are turned off", store.ErrSchema, v, known)
-	}
-	return nil
-}
-
 // migrationLock is the advisory lock key that serialises migrations of
 // engines starting together.
 const migrationLock = 0x7665656e61 // "veena"
 
 // Migrate brings the schema up to date, one engine at a time.
 func (s *Store) Migrate(ctx context.Context, apply bool) error {
-	migs, err := migrations()
+	migs, err := store.Migrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
@@ -215,7 +188,7 @@ func (s *Store) Migrate(ctx context.Context, apply bool) error {
 		} else if err != nil {
 			return err
 		}
-		if err := checkVersion(v, len(migs), apply); err != nil {
+		if err := store.CheckSchemaVersion(v, len(migs), apply); err != nil {
 			return err
 		}
 		for i := v; i < len(migs); i++ {
@@ -230,7 +203,7 @@ func (s *Store) Migrate(ctx context.Context, apply bool) error {
 
 // Ready checks that the database answers and the schema is current.
 func (s *Store) Ready(ctx context.Context) error {
-	migs, err := migrations()
+	migs, err := store.Migrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
@@ -238,7 +211,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err := s.pool.QueryRow(ctx, "SELECT version FROM schema_version").Scan(&v); err != nil {
 		return store.Unavailable("pgstore: read schema version", err)
 	}
-	return checkVersion(v, len(migs), false)
+	return store.CheckSchemaVersion(v, len(migs), false)
 }
 
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
@@ -308,22 +281,13 @@ func (s *Store) AddDefinition(ctx context.Context, d *store.Definition) error {
 
 // Definitions returns definitions loaded after seq after.
 func (s *Store) Definitions(ctx context.Context, after int64) ([]*store.Definition, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, name, version, format, hash, file, source, created_at FROM definitions WHERE seq > $1 ORDER BY seq`, after)
+	rows, err := s.pool.Query(ctx, sqlstore.DefinitionsQuery("$1"), after)
 	if err != nil {
 		return nil, classify(err)
 	}
 	defer rows.Close()
-	var out []*store.Definition
-	for rows.Next() {
-		var d store.Definition
-		var at int64
-		if err := rows.Scan(&d.Seq, &d.Name, &d.Version, &d.Format, &d.Hash, &d.File, &d.Source, &at); err != nil {
-			return nil, classify(err)
-		}
-		d.CreatedAt = time.Unix(0, at).UTC()
-		out = append(out, &d)
-	}
-	return out, classify(rows.Err())
+	out, err := sqlstore.ScanDefinitions(rows)
+	return out, classify(err)
 }
 
 // submit hands an Update to the committers and waits for its outcome.
@@ -551,50 +515,18 @@ func (t *tx) LockTree(ctx context.Context, root string) (int64, error) {
 	return v, classify(err)
 }
 
-const processColumns = `id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version`
-
-func scanProcess(r pgx.Row) (*store.Process, error) {
-	var p store.Process
-	var c *string
-	var created, updated int64
-	if err := r.Scan(&p.ID, &p.Root, &p.Parent, &p.ParentToken, &p.Position, &p.Definition, &p.Version, &p.State,
-		&c, &p.Env, &p.Snapshot, &p.EventSeq, &created, &updated, &p.TreeVersion); err != nil {
-		return nil, err
-	}
-	p.CreatedAt, p.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
-	if c != nil && *c != "" {
-		if err := json.Unmarshal([]byte(*c), &p.Context); err != nil {
-			return nil, fmt.Errorf("process %s: context: %w", p.ID, err)
-		}
-	}
-	return &p, nil
-}
-
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 func readTree(ctx context.Context, q querier, root string) ([]*store.Process, error) {
-	rows, err := q.Query(ctx, `SELECT `+processColumns+` FROM processes WHERE root_id = $1`, root)
+	rows, err := q.Query(ctx, `SELECT `+sqlstore.ProcessColumns+` FROM processes WHERE root_id = $1`, root)
 	if err != nil {
 		return nil, classify(err)
 	}
 	defer rows.Close()
-	var out []*store.Process
-	for rows.Next() {
-		p, err := scanProcess(rows)
-		if err != nil {
-			return nil, classify(err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("process tree %s: %w", root, store.ErrNotFound)
-	}
-	return store.OrderTree(out), nil
+	out, err := sqlstore.ScanTree(rows, root)
+	return out, classify(err)
 }
 
 func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
@@ -604,21 +536,12 @@ func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
 	return readTree(ctx, t.conn, root)
 }
 
-func contextJSON(c map[string]string) (*string, error) {
-	if len(c) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(c)
-	s := string(b)
-	return &s, err
-}
-
 func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
-	c, err := contextJSON(p.Context)
+	c, err := sqlstore.ContextJSON(p.Context)
 	if err != nil {
 		return err
 	}
-	t.b.Queue(`INSERT INTO processes (`+processColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+	t.b.Queue(`INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
 		p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
@@ -633,10 +556,7 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 
 func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
 	for _, group := range store.GroupEvents(evs) {
-		data, err := store.EncodeEvents(group)
-		if err != nil {
-			return err
-		}
+		data := store.EncodeEvents(group)
 		t.b.Queue(`INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
 			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data)
 	}
@@ -655,13 +575,7 @@ func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.T
 func (t *tx) PutContext(ctx context.Context, process string, c map[string]string, unique []string) error {
 	t.b.Queue(`DELETE FROM contexts WHERE process_id = $1`, process)
 	for k, v := range c {
-		u := false
-		for _, x := range unique {
-			if x == k {
-				u = true
-			}
-		}
-		t.b.Queue(`INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, u)
+		t.b.Queue(`INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, slices.Contains(unique, k))
 	}
 	// A unique value already taken must fail here, where the caller can
 	// tell what went wrong, not at commit.
@@ -682,7 +596,7 @@ func (t *tx) DropContext(ctx context.Context, process string) error {
 
 // Process reads a process row.
 func (s *Store) Process(ctx context.Context, id string) (*store.Process, error) {
-	p, err := scanProcess(s.pool.QueryRow(ctx, `SELECT `+processColumns+` FROM processes WHERE id = $1`, id))
+	p, err := sqlstore.ScanProcess(s.pool.QueryRow(ctx, `SELECT `+sqlstore.ProcessColumns+` FROM processes WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("process %s: %w", id, store.ErrNotFound)
 	}
@@ -699,47 +613,20 @@ func (s *Store) Tree(ctx context.Context, root string) ([]*store.Process, error)
 
 // Processes lists process rows by ID.
 func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process, error) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.Definition != "" {
-		where = append(where, "definition = "+arg(f.Definition))
-	}
-	if f.State != "" {
-		where = append(where, "state = "+arg(f.State))
-	}
-	if f.Parent != "" {
-		where = append(where, "parent_id = "+arg(f.Parent)+" AND parent_token = "+arg(f.ParentToken))
-	}
-	if f.After != "" {
-		where = append(where, "id > "+arg(f.After))
-	}
-	q := `SELECT id, root_id, parent_id, parent_token, position, definition, version, state, context, env, ''::bytea, event_seq, created_at, updated_at, tree_version FROM processes`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT " + strconv.Itoa(f.Limit)
-	}
+	q, args := sqlstore.ProcessesQuery(f, func(n int) string { return "$" + strconv.Itoa(n) }, "''::bytea")
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(err)
 	}
 	defer rows.Close()
-	var out []*store.Process
-	for rows.Next() {
-		p, err := scanProcess(rows)
-		if err != nil {
-			return nil, classify(err)
-		}
-		p.Snapshot = nil
-		out = append(out, p)
+	out, err := sqlstore.ScanProcesses(rows)
+	if err != nil {
+		return nil, classify(err)
 	}
-	return out, classify(rows.Err())
+	for _, p := range out {
+		p.Snapshot = nil
+	}
+	return out, nil
 }
 
 // Events returns events of a process after a sequence number.
@@ -755,14 +642,8 @@ func (s *Store) Events(ctx context.Context, process string, after int64, limit i
 		if err := rows.Scan(&data); err != nil {
 			return nil, classify(err)
 		}
-		evs, err := store.DecodeEvents(process, data)
-		if err != nil {
+		if out, err = store.AppendEventsAfter(out, process, data, after, limit); err != nil {
 			return nil, err
-		}
-		for _, ev := range evs {
-			if ev.Seq > after && (limit <= 0 || len(out) < limit) {
-				out = append(out, ev)
-			}
 		}
 	}
 	return out, classify(rows.Err())

@@ -13,10 +13,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -51,7 +52,6 @@ type Options struct {
 
 // Store is a SQLite database.
 type Store struct {
-	path   string
 	opts   Options
 	wdb    *sql.DB // exactly one connection, used by the writer goroutine only
 	rdb    *sql.DB
@@ -133,7 +133,7 @@ func Open(path string, opts Options) (*Store, error) {
 	rdb.SetMaxOpenConns(opts.Readers)
 	rdb.SetMaxIdleConns(opts.Readers)
 	s := &Store{
-		path: path, opts: opts, wdb: wdb, rdb: rdb, conn: conn,
+		opts: opts, wdb: wdb, rdb: rdb, conn: conn,
 		reqs:  make(chan *request, 1024),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -332,7 +332,7 @@ func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, er
 
 // Migrate brings the schema up to date.
 func (s *Store) Migrate(ctx context.Context, apply bool) error {
-	migs, err := migrations()
+	migs, err := store.Migrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
@@ -349,7 +349,7 @@ func (s *Store) Migrate(ctx context.Context, apply bool) error {
 		} else if err != nil {
 			return classify(err)
 		}
-		if err := checkVersion(v, len(migs), apply); err != nil {
+		if err := store.CheckSchemaVersion(v, len(migs), apply); err != nil {
 			return err
 		}
 		for i := v; i < len(migs); i++ {
@@ -364,38 +364,9 @@ func (s *Store) Migrate(ctx context.Context, apply bool) error {
 	})
 }
 
-// checkVersion decides whether a database at schema version v can be used
-// by code knowing known versions.
-func checkVersion(v, known int, apply bool) error {
-	switch {
-	case v > known:
-		return fmt.Errorf("%w: database schema version %d is newer than this Veena (%d); upgrade Veena", store.ErrSchema, v, known)
-	case v < known && !apply:
-		return fmt.Errorf("%w: database schema version %d is behind this Veena (%d) and migrations are turned off", store.ErrSchema, v, known)
-	}
-	return nil
-}
-
-func migrations() ([]string, error) {
-	entries, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	var out []string
-	for _, e := range entries {
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, string(b))
-	}
-	return out, nil
-}
-
 // Ready checks that the database answers and the schema is current.
 func (s *Store) Ready(ctx context.Context) error {
-	migs, err := migrations()
+	migs, err := store.Migrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
@@ -403,7 +374,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err := s.rdb.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&v); err != nil {
 		return store.Unavailable("sqlitestore: read schema version", err)
 	}
-	return checkVersion(v, len(migs), false)
+	return store.CheckSchemaVersion(v, len(migs), false)
 }
 
 // AddDefinition stores a definition version.
@@ -421,22 +392,13 @@ func (s *Store) AddDefinition(ctx context.Context, d *store.Definition) error {
 
 // Definitions returns definitions loaded after seq after.
 func (s *Store) Definitions(ctx context.Context, after int64) ([]*store.Definition, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, name, version, format, hash, file, source, created_at FROM definitions WHERE seq > ? ORDER BY seq`, after)
+	rows, err := s.rdb.QueryContext(ctx, sqlstore.DefinitionsQuery("?"), after)
 	if err != nil {
 		return nil, readErr(err)
 	}
 	defer rows.Close()
-	var out []*store.Definition
-	for rows.Next() {
-		var d store.Definition
-		var at int64
-		if err := rows.Scan(&d.Seq, &d.Name, &d.Version, &d.Format, &d.Hash, &d.File, &d.Source, &at); err != nil {
-			return nil, readErr(err)
-		}
-		d.CreatedAt = time.Unix(0, at).UTC()
-		out = append(out, &d)
-	}
-	return out, readErr(rows.Err())
+	out, err := sqlstore.ScanDefinitions(rows)
+	return out, readErr(err)
 }
 
 func readErr(err error) error {
@@ -489,48 +451,8 @@ func (t *tx) LockTree(ctx context.Context, root string) (int64, error) {
 	return v, classify(err)
 }
 
-const processColumns = `id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version`
-
-type scanner interface{ Scan(...any) error }
-
-func scanProcess(r scanner) (*store.Process, error) {
-	var p store.Process
-	var c sql.NullString
-	var created, updated int64
-	if err := r.Scan(&p.ID, &p.Root, &p.Parent, &p.ParentToken, &p.Position, &p.Definition, &p.Version, &p.State,
-		&c, &p.Env, &p.Snapshot, &p.EventSeq, &created, &updated, &p.TreeVersion); err != nil {
-		return nil, err
-	}
-	p.CreatedAt, p.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
-	if c.Valid && c.String != "" {
-		if err := json.Unmarshal([]byte(c.String), &p.Context); err != nil {
-			return nil, fmt.Errorf("process %s: context: %w", p.ID, err)
-		}
-	}
-	return &p, nil
-}
-
-func treeRows(rows *sql.Rows, root string) ([]*store.Process, error) {
-	defer rows.Close()
-	var out []*store.Process
-	for rows.Next() {
-		p, err := scanProcess(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("process tree %s: %w", root, store.ErrNotFound)
-	}
-	return store.OrderTree(out), nil
-}
-
 func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
-	st, err := t.s.stmt(ctx, `SELECT `+processColumns+` FROM processes WHERE root_id = ?`)
+	st, err := t.s.stmt(ctx, `SELECT `+sqlstore.ProcessColumns+` FROM processes WHERE root_id = ?`)
 	if err != nil {
 		return nil, err
 	}
@@ -538,23 +460,16 @@ func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	return treeRows(rows, root)
-}
-
-func contextJSON(c map[string]string) (any, error) {
-	if len(c) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(c)
-	return string(b), err
+	defer rows.Close()
+	return sqlstore.ScanTree(rows, root)
 }
 
 func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
-	c, err := contextJSON(p.Context)
+	c, err := sqlstore.ContextJSON(p.Context)
 	if err != nil {
 		return err
 	}
-	_, err = t.s.exec(ctx, `INSERT INTO processes (`+processColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err = t.s.exec(ctx, `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
 		p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
@@ -569,10 +484,7 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 
 func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
 	for _, group := range store.GroupEvents(evs) {
-		data, err := store.EncodeEvents(group)
-		if err != nil {
-			return err
-		}
+		data := store.EncodeEvents(group)
 		if _, err := t.s.exec(ctx, `INSERT INTO events (process_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
 			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data); err != nil {
 			return fmt.Errorf("store events: %w", err)
@@ -599,11 +511,9 @@ func (t *tx) PutContext(ctx context.Context, process string, c map[string]string
 		return err
 	}
 	for k, v := range c {
-		u := 0
-		for _, x := range unique {
-			if x == k {
-				u = 1
-			}
+		u := 0 // SQLite has no boolean
+		if slices.Contains(unique, k) {
+			u = 1
 		}
 		if _, err := t.s.exec(ctx, `INSERT INTO contexts (process_id, key, value, is_unique) VALUES (?, ?, ?, ?)`, process, k, v, u); err != nil {
 			if errors.Is(err, store.ErrConflict) {
@@ -622,7 +532,7 @@ func (t *tx) DropContext(ctx context.Context, process string) error {
 
 // Process reads a process row.
 func (s *Store) Process(ctx context.Context, id string) (*store.Process, error) {
-	p, err := scanProcess(s.rdb.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE id = ?`, id))
+	p, err := sqlstore.ScanProcess(s.rdb.QueryRowContext(ctx, `SELECT `+sqlstore.ProcessColumns+` FROM processes WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("process %s: %w", id, store.ErrNotFound)
 	}
@@ -634,11 +544,12 @@ func (s *Store) Process(ctx context.Context, id string) (*store.Process, error) 
 
 // Tree reads the rows of a tree.
 func (s *Store) Tree(ctx context.Context, root string) ([]*store.Process, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+processColumns+` FROM processes WHERE root_id = ?`, root)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+sqlstore.ProcessColumns+` FROM processes WHERE root_id = ?`, root)
 	if err != nil {
 		return nil, readErr(err)
 	}
-	out, err := treeRows(rows, root)
+	defer rows.Close()
+	out, err := sqlstore.ScanTree(rows, root)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, readErr(err)
 	}
@@ -647,43 +558,20 @@ func (s *Store) Tree(ctx context.Context, root string) ([]*store.Process, error)
 
 // Processes lists process rows by ID.
 func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process, error) {
-	var where []string
-	var args []any
-	if f.Definition != "" {
-		where, args = append(where, "definition = ?"), append(args, f.Definition)
-	}
-	if f.State != "" {
-		where, args = append(where, "state = ?"), append(args, f.State)
-	}
-	if f.Parent != "" {
-		where, args = append(where, "parent_id = ? AND parent_token = ?"), append(args, f.Parent, f.ParentToken)
-	}
-	if f.After != "" {
-		where, args = append(where, "id > ?"), append(args, f.After)
-	}
-	q := `SELECT id, root_id, parent_id, parent_token, position, definition, version, state, context, env, x'', event_seq, created_at, updated_at, tree_version FROM processes`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT " + strconv.Itoa(f.Limit)
-	}
+	q, args := sqlstore.ProcessesQuery(f, func(int) string { return "?" }, "x''")
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
 	}
 	defer rows.Close()
-	var out []*store.Process
-	for rows.Next() {
-		p, err := scanProcess(rows)
-		if err != nil {
-			return nil, readErr(err)
-		}
-		p.Snapshot = nil
-		out = append(out, p)
+	out, err := sqlstore.ScanProcesses(rows)
+	if err != nil {
+		return nil, readErr(err)
 	}
-	return out, readErr(rows.Err())
+	for _, p := range out {
+		p.Snapshot = nil
+	}
+	return out, nil
 }
 
 // Events returns events of a process after a sequence number.
@@ -699,14 +587,8 @@ func (s *Store) Events(ctx context.Context, process string, after int64, limit i
 		if err := rows.Scan(&data); err != nil {
 			return nil, readErr(err)
 		}
-		evs, err := store.DecodeEvents(process, data)
-		if err != nil {
+		if out, err = store.AppendEventsAfter(out, process, data, after, limit); err != nil {
 			return nil, err
-		}
-		for _, ev := range evs {
-			if ev.Seq > after && (limit <= 0 || len(out) < limit) {
-				out = append(out, ev)
-			}
 		}
 	}
 	return out, readErr(rows.Err())

@@ -20,7 +20,8 @@ import (
 // Open returns a new, empty, migrated store; the suite closes it.
 type Open func(t *testing.T) store.Store
 
-// Run runs the whole suite.
+// Run runs the whole suite, its tests in parallel (each on a store of its
+// own).
 func Run(t *testing.T, open Open) {
 	tests := []struct {
 		name string
@@ -42,6 +43,7 @@ func Run(t *testing.T, open Open) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
 			tc.fn(t, s)
