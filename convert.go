@@ -155,15 +155,15 @@ func historyOf(p *kernel.Process) *TokenHistory {
 }
 
 func storeEvent(ev *kernel.Event) store.Event {
-	x := store.Event{Process: ev.Process.ID, Seq: ev.Seq, Type: ev.Type.String(), NodeToken: -1, ArcToken: -1, At: ev.At}
-	if ev.NodeToken != nil {
-		x.NodeToken = ev.NodeToken.ID
+	x := store.Event{Process: ev.Process.ID, Seq: ev.Seq, Type: ev.Type.String(), NodeToken: -1, ArcToken: -1, At: ev.At()}
+	if t := ev.NodeToken(); t != nil {
+		x.NodeToken = t.ID
 	}
-	if ev.ArcToken != nil {
-		x.ArcToken = ev.ArcToken.ID
+	if a := ev.ArcToken(); a != nil {
+		x.ArcToken = a.ID
 	}
-	if ev.ArcNames != nil {
-		x.ArcNames = append([]string{}, ev.ArcNames...)
+	if names := ev.ArcNames(); names != nil {
+		x.ArcNames = append([]string{}, names...)
 	}
 	return x
 }

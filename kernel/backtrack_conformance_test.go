@@ -1027,9 +1027,9 @@ func btDuplicateEvent(p *Process) string {
 		var key string
 		switch ev.Type {
 		case NodeTokenCompleted, NodeTokenBacktracked:
-			key = fmt.Sprintf("%s node token %d", ev.Type, ev.NodeToken.ID+1)
+			key = fmt.Sprintf("%s node token %d", ev.Type, ev.NodeToken().ID+1)
 		case ArcTokenCompleted, ArcTokenBacktracked:
-			key = fmt.Sprintf("%s arc token %d (%s)", ev.Type, ev.ArcToken.ID, ev.ArcToken.Arc)
+			key = fmt.Sprintf("%s arc token %d (%s)", ev.Type, ev.ArcToken().ID, ev.ArcToken().Arc)
 		default:
 			continue
 		}

@@ -252,7 +252,7 @@ func TestConformanceEventPayloads(t *testing.T) {
 	var got []string
 	for _, ev := range h.events[i:] {
 		if ev.Type == NodeTokenCompleted || ev.Type == NodeTokenSkipped {
-			got = append(got, ev.String()+" "+strings.Join(ev.ArcNames, ",")+" "+string(rune('0'+ev.ExitArcs)))
+			got = append(got, ev.String()+" "+strings.Join(ev.ArcNames(), ",")+" "+string(rune('0'+ev.ExitArcs)))
 		}
 	}
 	want := []string{"NODE_TOKEN_COMPLETED A ,nowhere 1", "NODE_TOKEN_SKIPPED B x 0", "NODE_TOKEN_COMPLETED B x 1"}

@@ -134,15 +134,15 @@ func checkNoDoubleCompletion(t testing.TB, events []Event) {
 		var tok any
 		switch ev.Type {
 		case NodeTokenCompleted, NodeTokenBacktracked:
-			tok = ev.NodeToken
+			tok = ev.NodeToken()
 		case ArcTokenCompleted, ArcTokenBacktracked:
-			tok = ev.ArcToken
+			tok = ev.ArcToken()
 		default:
 			continue
 		}
 		k := key{ev.Type, tok}
 		if seen[k] {
-			t.Fatalf("%s fired twice for the same token (%s)", ev.Type, ev)
+			t.Fatalf("%s fired twice for the same token (%s)", ev.Type, &ev)
 		}
 		seen[k] = true
 	}

@@ -128,7 +128,7 @@ func TestConformanceListenerMasks(t *testing.T) {
 func TestConformanceEventActions(t *testing.T) {
 	delayB := func(k *Kernel) {
 		k.AddGlobalListener("delay", ListenerFunc(func(e *Engine, ev *Event) EventActions {
-			if ev.NodeToken.Node.Name == "B" {
+			if ev.NodeToken().Node.Name == "B" {
 				return DelayNodeExecution
 			}
 			return 0
@@ -148,7 +148,7 @@ func TestConformanceEventActions(t *testing.T) {
 				{desc: "A: B accepted, not executed", do: doneOn("A"), want: `[1 A C F] (C F 2) [2 B I F]`, state: "executing"},
 				{desc: "execute B", do: func(h *confHarness) error {
 					for _, ev := range h.events {
-						if ev.Type == NodeTokenExecuted && ev.NodeToken.Node.Name == "B" {
+						if ev.Type == NodeTokenExecuted && ev.NodeToken().Node.Name == "B" {
 							h.t.Fatal("B executed although a listener delayed it")
 						}
 					}
@@ -280,8 +280,8 @@ func TestConformanceListenerCompletesOnAccept(t *testing.T) {
 		name: "listener completes B on x",
 		setup: func(k *Kernel) {
 			k.AddGlobalListener("c", ListenerFunc(func(e *Engine, ev *Event) EventActions {
-				if ev.NodeToken.Node.Name == "B" {
-					if err := e.Complete(ev.NodeToken, "x"); err != nil {
+				if ev.NodeToken().Node.Name == "B" {
+					if err := e.Complete(ev.NodeToken(), "x"); err != nil {
 						e.Fail(err)
 					}
 				}

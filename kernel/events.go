@@ -111,30 +111,59 @@ const (
 	DelayFinalizeCancel
 )
 
-// Event is one execution event. Token fields are nil where they do not apply.
+// Event is one execution event. It is compact and holds a single pointer
+// (its process): the event log is most of what a command allocates.
 type Event struct {
-	Seq  int64 // 1-based position in the process's event log
-	Type EventType
+	Seq     int64    // 1-based position in the process's event log
+	Process *Process // the process the event belongs to
+	Type    EventType
 	// ExitArcs is the number of arcs a NODE_TOKEN_COMPLETED token left on.
-	ExitArcs  int32
-	Process   *Process
-	NodeToken *NodeToken
-	ArcToken  *ArcToken
-	// ArcNames are the exit arc names of NODE_TOKEN_COMPLETED and
-	// NODE_TOKEN_SKIPPED ("" for the default arcs).
-	ArcNames []string
-	At       time.Time
+	ExitArcs int32
+	at       int64 // unix nanoseconds
+	node     int32 // index+1 of the node token, 0 for none
+	arc      int32 // index+1 of the arc token, 0 for none
+	names    int32 // 0: no names; -1: the default arc; n: Process.eventNames[n-1]
 }
 
+// NodeToken is the node token the event is about, or nil.
+func (e *Event) NodeToken() *NodeToken {
+	if e.node == 0 {
+		return nil
+	}
+	return e.Process.NodeTokens[e.node-1]
+}
+
+// ArcToken is the arc token the event is about, or nil.
+func (e *Event) ArcToken() *ArcToken {
+	if e.arc == 0 {
+		return nil
+	}
+	return e.Process.ArcTokens[e.arc-1]
+}
+
+// ArcNames are the exit arc names of NODE_TOKEN_COMPLETED and
+// NODE_TOKEN_SKIPPED ("" for the default arcs), or nil.
+func (e *Event) ArcNames() []string {
+	switch {
+	case e.names == 0:
+		return nil
+	case e.names < 0:
+		return defaultArcs
+	}
+	return e.Process.eventNames[e.names-1]
+}
+
+// At is when the event fired (the command's time).
+func (e *Event) At() time.Time { return time.Unix(0, e.at).UTC() }
+
 // String renders the event as "TYPE subject", e.g. "NODE_TOKEN_ACCEPTED B".
-func (e Event) String() string {
+func (e *Event) String() string {
 	var b strings.Builder
 	b.WriteString(e.Type.String())
-	switch {
-	case e.ArcToken != nil:
-		b.WriteString(" " + e.ArcToken.Arc.From.QualifiedName() + "->" + e.ArcToken.Arc.To.QualifiedName())
-	case e.NodeToken != nil:
-		b.WriteString(" " + e.NodeToken.Node.QualifiedName())
+	if a := e.ArcToken(); a != nil {
+		b.WriteString(" " + a.Arc.From.QualifiedName() + "->" + a.Arc.To.QualifiedName())
+	} else if t := e.NodeToken(); t != nil {
+		b.WriteString(" " + t.Node.QualifiedName())
 	}
 	return b.String()
 }

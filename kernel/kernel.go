@@ -978,10 +978,28 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 // the OR of their actions.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
 	if p.Events == nil {
-		p.Events = make([]Event, 0, 16)
+		p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
+	}
+	if len(p.Events) == 0 {
+		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
 	p.EventSeq++
-	p.Events = append(p.Events, Event{Seq: p.EventSeq, Type: typ, Process: p, NodeToken: t, ArcToken: a, ArcNames: names, ExitArcs: int32(exits), At: e.now})
+	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, ExitArcs: int32(exits), at: e.now.UnixNano()}
+	if t != nil {
+		ev.node = int32(t.ID + 1)
+	}
+	if a != nil {
+		ev.arc = int32(a.ID + 1)
+	}
+	switch {
+	case names == nil:
+	case len(names) == 1 && names[0] == "":
+		ev.names = -1
+	default:
+		p.eventNames = append(p.eventNames, names)
+		ev.names = int32(len(p.eventNames))
+	}
+	p.Events = append(p.Events, ev)
 	p.UpdatedAt = e.now
 	p.Dirty = true
 	var actions EventActions
@@ -1015,7 +1033,7 @@ func (e *Engine) notify(p *Process, ev *Event, perGraph []listenerEntry) EventAc
 			}
 		}
 	}
-	if t := ev.NodeToken; typ == NodeTokenCompleted && ev.ExitArcs == 0 && len(t.Sets) > 0 {
+	if t := ev.NodeToken(); typ == NodeTokenCompleted && ev.ExitArcs == 0 && len(t.Sets) > 0 {
 		e.retryTokenSetDeadEnd(t)
 	}
 	for _, l := range e.k.global {

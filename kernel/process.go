@@ -197,6 +197,8 @@ type Process struct {
 	Events []Event
 	// Dirty is set when a command changes the process; the caller clears it.
 	Dirty bool
+	// eventNames holds the arc-name lists of the events in Events.
+	eventNames [][]string
 
 	activeNodes int
 	activeArcs  int
