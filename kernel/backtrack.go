@@ -389,7 +389,7 @@ func (b *backtracker) finishArc(na, old *ArcToken) {
 		na.Pending = false
 		b.e.fire(na.Process, ArcTokenProcessed, nil, na, nil, 0)
 	} else {
-		na.Process.queue = append(na.Process.queue, na)
+		na.Process.enqueue(na)
 	}
 }
 

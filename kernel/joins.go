@@ -65,7 +65,7 @@ func (j andJoin) Join(_ *Engine, a *ArcToken) (JoinResult, error) {
 	} else if !j.label && p.readyArcs[node.Index] < len(in) {
 		return JoinResult{}, nil
 	}
-	var tokens []*ArcToken
+	tokens := make([]*ArcToken, 0, len(in))
 	for _, arc := range in {
 		if j.label && arc.Name != a.Arc.Name {
 			continue

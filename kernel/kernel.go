@@ -286,7 +286,12 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		UpdatedAt:   e.now,
 		Dirty:       true,
 	}
-	p.Events = make([]Event, 0, e.runtime(g.Nodes[0]).graph.eventHint())
+	gr := e.runtime(g.Nodes[0]).graph
+	p.Events = make([]Event, 0, gr.eventHint())
+	p.NodeTokens = make([]*NodeToken, 0, gr.nodeHint())
+	if n := gr.arcHint(); n > 0 {
+		p.ArcTokens = make([]*ArcToken, 0, n)
+	}
 	if parent != nil {
 		parent.Nested = append(parent.Nested, p)
 		parent.Dirty = true
@@ -311,7 +316,7 @@ func (e *Engine) startProcess(p *Process) {
 	}
 	p.inLoop = was
 	e.executeQueuedArcTokens(p)
-	e.runtime(p.Graph.Nodes[0]).graph.observeEvents(len(p.Events))
+	e.runtime(p.Graph.Nodes[0]).graph.observe(p)
 }
 
 // newNodeToken creates a node token. Its environment comes from envFrom's
@@ -576,7 +581,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		if async && p.inLoop {
 			p.asyncQueue = append(p.asyncQueue, a)
 		} else {
-			p.queue = append(p.queue, a)
+			p.enqueue(a)
 		}
 	}
 	if !async && p.State == Executing && !p.inLoop {
@@ -598,19 +603,15 @@ func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
 func (e *Engine) executeQueuedArcTokens(p *Process) {
 	was := p.inLoop
 	p.inLoop = true
-	for p.State == Executing && len(p.queue) > 0 {
-		a := p.queue[0]
-		p.queue[0] = nil
-		p.queue = p.queue[1:]
-		e.executeArc(a)
-	}
-	if len(p.queue) == 0 {
-		p.queue = nil
+	for p.State == Executing && p.queued() > 0 {
+		e.executeArc(p.dequeue())
 	}
 	p.inLoop = was
 	e.checkCompletion(p)
 	if len(p.asyncQueue) > 0 {
-		p.queue = append(p.queue, p.asyncQueue...)
+		for _, a := range p.asyncQueue {
+			p.enqueue(a)
+		}
 		p.asyncQueue = nil
 	}
 }
@@ -817,7 +818,7 @@ func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
 }
 
 func (e *Engine) checkCompletion(p *Process) {
-	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && len(p.queue) == 0 && len(p.asyncQueue) == 0 {
+	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 {
 		p.State = PendingCompletion
 		p.Dirty = true
 		if e.fire(p, ProcessPendingComplete, nil, nil, nil, 0)&DelayFinalizeComplete == 0 {
@@ -963,7 +964,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 					a := e.newArcToken(p, arc, t, Forward, nil)
 					a.Sets = sets
 					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
-					p.queue = append(p.queue, a)
+					p.enqueue(a)
 				}
 			}
 		}

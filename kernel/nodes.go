@@ -71,16 +71,22 @@ func (k *Kernel) HasNodeType(name string) bool {
 	return ok
 }
 
-// graphRuntime is what the kernel learns about a graph while running it.
+// graphRuntime is what the kernel learns about a graph while running it:
+// how many events and tokens the last start made, to size the next
+// process's lists at once instead of growing them.
 type graphRuntime struct {
-	events atomic.Int64 // events fired by the last start, to size the next event log
+	events, nodeTokens, arcTokens atomic.Int64
 }
 
-func (g *graphRuntime) eventHint() int {
-	return int(min(max(g.events.Load(), 4), 1<<16))
-}
+func (g *graphRuntime) eventHint() int { return int(min(max(g.events.Load(), 4), 1<<16)) }
+func (g *graphRuntime) nodeHint() int  { return int(min(max(g.nodeTokens.Load(), 1), 1<<12)) }
+func (g *graphRuntime) arcHint() int   { return int(min(g.arcTokens.Load(), 1<<12)) }
 
-func (g *graphRuntime) observeEvents(n int) { g.events.Store(int64(n)) }
+func (g *graphRuntime) observe(p *Process) {
+	g.events.Store(int64(len(p.Events)))
+	g.nodeTokens.Store(int64(len(p.NodeTokens)))
+	g.arcTokens.Store(int64(len(p.ArcTokens)))
+}
 
 // nodeRuntime is a node's prepared behaviour.
 type nodeRuntime struct {

@@ -202,19 +202,42 @@ type Process struct {
 
 	activeNodes int
 	activeArcs  int
-	waiting     []waitList // per arc index: the arc tokens waiting there (not at or joins)
-	readyArcs   []int      // per node index: input arcs holding a waiting token outside every set
-	queue       []*ArcToken
+	waiting     []waitList  // per arc index: the arc tokens waiting there (not at or joins)
+	readyArcs   []int       // per node index: input arcs holding a waiting token outside every set
+	queue       []*ArcToken // arc tokens to execute; queue[queueHead:] are waiting
+	queueHead   int
 	asyncQueue  []*ArcToken
 	inLoop      bool
 	nodeSlab    []NodeToken // tokens are allocated in growing slabs
 	arcSlab     []ArcToken
 }
 
+// enqueue adds an arc token to the execution queue.
+func (p *Process) enqueue(a *ArcToken) { p.queue = append(p.queue, a) }
+
+// dequeue takes the next arc token from the execution queue. The queue's
+// array is kept for the next command once it is empty.
+func (p *Process) dequeue() *ArcToken {
+	a := p.queue[p.queueHead]
+	p.queue[p.queueHead] = nil
+	p.queueHead++
+	if p.queueHead == len(p.queue) {
+		p.queue, p.queueHead = p.queue[:0], 0
+	}
+	return a
+}
+
+// queued is the number of arc tokens waiting in the execution queue.
+func (p *Process) queued() int { return len(p.queue) - p.queueHead }
+
 // allocNodeToken hands out the next node token of the current slab.
 func (p *Process) allocNodeToken() *NodeToken {
 	if len(p.nodeSlab) == 0 {
-		p.nodeSlab = make([]NodeToken, min(max(1, len(p.NodeTokens)), 256))
+		n := cap(p.NodeTokens) - len(p.NodeTokens) // the tokens expected from the graph's last start
+		if n < 1 {
+			n = len(p.NodeTokens)
+		}
+		p.nodeSlab = make([]NodeToken, min(max(1, n), 256))
 	}
 	t := &p.nodeSlab[0]
 	p.nodeSlab = p.nodeSlab[1:]
@@ -224,7 +247,11 @@ func (p *Process) allocNodeToken() *NodeToken {
 // allocArcToken hands out the next arc token of the current slab.
 func (p *Process) allocArcToken() *ArcToken {
 	if len(p.arcSlab) == 0 {
-		p.arcSlab = make([]ArcToken, min(max(1, len(p.ArcTokens)), 256))
+		n := cap(p.ArcTokens) - len(p.ArcTokens)
+		if n < 1 {
+			n = len(p.ArcTokens)
+		}
+		p.arcSlab = make([]ArcToken, min(max(1, n), 256))
 	}
 	a := &p.arcSlab[0]
 	p.arcSlab = p.arcSlab[1:]

@@ -13,7 +13,7 @@ func Reindex(root *Process) {
 	root.Walk(func(p *Process) {
 		p.activeNodes, p.activeArcs = 0, 0
 		p.waiting, p.readyArcs = nil, nil
-		p.queue, p.asyncQueue = nil, nil
+		p.queue, p.queueHead, p.asyncQueue = nil, 0, nil
 		p.inLoop = false
 		for _, t := range p.NodeTokens {
 			t.active = false
@@ -27,7 +27,7 @@ func Reindex(root *Process) {
 			switch {
 			case a.Complete:
 			case a.Pending:
-				p.queue = append(p.queue, a)
+				p.enqueue(a)
 			default:
 				(&Engine{}).addActiveArc(a)
 			}
