@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/veena-wf/veena/graph"
 )
@@ -158,4 +157,3 @@ func BenchmarkCommandWithParked(b *testing.B) {
 	}
 }
 
-var _ = time.Second
