@@ -156,4 +156,3 @@ func BenchmarkCommandWithParked(b *testing.B) {
 		})
 	}
 }
-
