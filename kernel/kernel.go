@@ -698,14 +698,10 @@ func (e *Engine) completeOne(a *ArcToken) {
 	e.executeNode(t)
 }
 
+// completeArc takes an arc token off its waiting list and completes it into child.
 func (e *Engine) completeArc(a *ArcToken, child *NodeToken) {
 	e.removeActiveArc(a)
-	a.Pending = false
-	a.Complete = true
-	a.CompletedAt = e.now
-	a.Child = child
-	a.Process.Dirty = true
-	e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
+	e.completeArcInto(a, child)
 }
 
 func (e *Engine) merge(res JoinResult) {
