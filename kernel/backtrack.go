@@ -438,17 +438,6 @@ func (b *backtracker) markArcBacktracked(a *ArcToken) {
 	b.e.fire(a.Process, ArcTokenBacktracked, nil, a, nil, 0)
 }
 
-// completeArcInto completes an arc token into child without touching the
-// active lists.
-func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
-	a.Pending = false
-	a.Complete = true
-	a.CompletedAt = e.now
-	a.Child = child
-	child.Process.Dirty = true
-	e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
-}
-
 // mirrors maps each non-forward arc token met during a backtrack to the
 // earlier arc token on the same arc that it reverses (nil when none is
 // known yet).

@@ -704,6 +704,17 @@ func (e *Engine) completeArc(a *ArcToken, child *NodeToken) {
 	e.completeArcInto(a, child)
 }
 
+// completeArcInto completes an arc token into child without touching the
+// active lists.
+func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
+	a.Pending = false
+	a.Complete = true
+	a.CompletedAt = e.now
+	a.Child = child
+	child.Process.Dirty = true
+	e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
+}
+
 func (e *Engine) merge(res JoinResult) {
 	target := res.MergeTarget
 	for _, a := range res.ArcTokens {
