@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/veena-wf/veena"
 	"io"
 	"net"
 	"net/http"
@@ -225,6 +226,16 @@ func (c *client) getJSON(ctx context.Context, path string, q url.Values, out any
 
 // postJSON POSTs in as JSON, with an Idempotency-Key when idem is not
 // empty, and decodes the answer into out; it returns the status code.
+// command posts a process command (start, complete, cancel, backtrack)
+// with an optional idempotency key and returns the process it answers with.
+func (c *client) command(ctx context.Context, path string, body any, idem string) (*veena.Process, error) {
+	var p veena.Process
+	if _, err := c.postJSON(ctx, path, body, &p, idem); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 func (c *client) postJSON(ctx context.Context, path string, in, out any, idem string) (int, error) {
 	b, err := json.Marshal(in)
 	if err != nil {

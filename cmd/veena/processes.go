@@ -84,11 +84,11 @@ func newProcessesCmd() *cobra.Command {
 			if envm != nil {
 				body["env"] = envm
 			}
-			var p veena.Process
-			if _, err := c.postJSON(cmd.Context(), "/api/v1/processes", body, &p, startKey); err != nil {
+			p, err := c.command(cmd.Context(), "/api/v1/processes", body, startKey)
+			if err != nil {
 				return err
 			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, startOut.format)
+			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, startOut.format)
 		},
 	}
 	start.Flags().StringArrayVar(&startEnv, "env", nil, "process attribute NAME=VALUE, repeatable")
@@ -201,8 +201,8 @@ func newProcessesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var p veena.Process
-			if _, err := c.postJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/cancel", struct{}{}, &p, cancelKey); err != nil {
+			p, err := c.command(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/cancel", struct{}{}, cancelKey)
+			if err != nil {
 				return err
 			}
 			if cancelOut.format == "json" {

@@ -77,11 +77,11 @@ token set on the single arc given.`,
 				}
 				body["tokenSet"] = ts
 			}
-			var p veena.Process
-			if _, err := c.postJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/complete", body, &p, key); err != nil {
+			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/complete", body, key)
+			if err != nil {
 				return err
 			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, compOut.format)
+			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, compOut.format)
 		},
 	}
 	complete.Flags().StringArrayVar(&arcs, "arc", nil, "arc name to leave on, repeatable (\"\" = the default arcs)")
@@ -107,11 +107,11 @@ token set on the single arc given.`,
 			if err != nil {
 				return err
 			}
-			var p veena.Process
-			if _, err := c.postJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/backtrack", struct{}{}, &p, btKey); err != nil {
+			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/backtrack", struct{}{}, btKey)
+			if err != nil {
 				return err
 			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, btOut.format)
+			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, btOut.format)
 		},
 	}
 	backtrack.Flags().StringVar(&btKey, "idempotency-key", "", "a key that makes a retry return the first result")
