@@ -25,20 +25,6 @@ import (
 )
 
 const (
-	defAB = `<?xml version="1.0"?>
-<process-definition name="ab" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
-  <node name="A" type="wait" isStart="true"><arc to="B"/></node>
-  <node name="B" type="wait"/>
-</process-definition>
-`
-	defSplit = `<?xml version="1.0"?>
-<process-definition name="split" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
-  <node name="A" type="wait" isStart="true"><arc to="B"/><arc to="C"/></node>
-  <node name="B" type="wait"><arc to="D"/></node>
-  <node name="C" type="wait"><arc to="D"/></node>
-  <node name="D" type="wait" joinType="and"/>
-</process-definition>
-`
 	defBad = `<?xml version="1.0"?>
 <process-definition name="bad" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
   <node name="A" type="wait" isStart="true"><arc to="nowhere"/></node>
@@ -303,8 +289,8 @@ func write(t *testing.T, path, content string) {
 func TestServeAndCLI(t *testing.T) {
 	dir := t.TempDir()
 	defs := filepath.Join(dir, "definitions")
-	write(t, filepath.Join(defs, "ab.wf.xml"), defAB)
-	write(t, filepath.Join(dir, "split.wf.xml"), defSplit)
+	write(t, filepath.Join(defs, "ab.wf.xml"), testutil.DefAB)
+	write(t, filepath.Join(dir, "split.wf.xml"), testutil.DefSplit)
 	write(t, filepath.Join(dir, "bad.wf.xml"), defBad)
 	db := filepath.Join(dir, "data", "veena.db")
 	os.MkdirAll(filepath.Dir(db), 0o755)
@@ -336,7 +322,7 @@ func TestServeAndCLI(t *testing.T) {
 	if out := c.ok("definitions", "show", "split"); !strings.Contains(out, "joinType") && !strings.Contains(out, "and") {
 		t.Fatalf("definitions show:\n%s", out)
 	}
-	if out := c.ok("definitions", "source", "ab"); out != defAB {
+	if out := c.ok("definitions", "source", "ab"); out != testutil.DefAB {
 		t.Fatalf("definitions source:\n%s", out)
 	}
 
@@ -573,7 +559,7 @@ func TestServeRefusesOpenNetwork(t *testing.T) {
 // TestOffline checks `veena check` and `veena run`, which need no server.
 func TestOffline(t *testing.T) {
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "split.wf.xml"), defSplit)
+	write(t, filepath.Join(dir, "split.wf.xml"), testutil.DefSplit)
 	write(t, filepath.Join(dir, "bad.wf.xml"), defBad)
 	c := &cli{t: t, dir: dir, env: cleanEnv()}
 	if out := c.ok("check", "split.wf.xml"); !strings.Contains(out, "split.wf.xml: ok") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/veena-wf/veena/internal/testutil"
 	"io"
 	"log/slog"
 	"net/http"
@@ -52,7 +53,7 @@ func TestAPI(t *testing.T) {
 }
 
 func testDefinitions(t *testing.T, e *env) {
-	r := e.do(req{method: "POST", path: "/api/v1/definitions?file=ab.wf.xml", body: defAB, ctype: "application/xml"})
+	r := e.do(req{method: "POST", path: "/api/v1/definitions?file=ab.wf.xml", body: testutil.DefAB, ctype: "application/xml"})
 	e.want(r, http.StatusCreated, "")
 	var d veena.Definition
 	r.decode(t, &d)
@@ -66,7 +67,7 @@ func testDefinitions(t *testing.T, e *env) {
 		t.Fatalf("Location %q", loc)
 	}
 	// The same content again: the existing version, 200.
-	r = e.do(req{method: "POST", path: "/api/v1/definitions", body: defAB, ctype: "text/xml"})
+	r = e.do(req{method: "POST", path: "/api/v1/definitions", body: testutil.DefAB, ctype: "text/xml"})
 	e.want(r, http.StatusOK, "")
 	var again veena.Definition
 	r.decode(t, &again)
@@ -76,7 +77,7 @@ func testDefinitions(t *testing.T, e *env) {
 	// Changed content: version 2.
 	r = e.do(req{method: "POST", path: "/api/v1/definitions?format=sarasvati", body: defABv2})
 	e.want(r, http.StatusCreated, "")
-	e.load(defSplit)
+	e.load(testutil.DefSplit)
 
 	var page struct {
 		Items []veena.Definition `json:"items"`
@@ -124,7 +125,7 @@ func testDefinitions(t *testing.T, e *env) {
 	}
 	r = e.get("/api/v1/definitions/ab/versions/1/source")
 	e.want(r, http.StatusOK, "")
-	if string(r.body) != defAB || !strings.HasPrefix(r.header.Get("Content-Type"), "application/xml") {
+	if string(r.body) != testutil.DefAB || !strings.HasPrefix(r.header.Get("Content-Type"), "application/xml") {
 		t.Fatalf("source %q (%s)", r.body, r.header.Get("Content-Type"))
 	}
 
@@ -168,9 +169,9 @@ func testHostileDefinitions(t *testing.T, e *env) {
 	big := "<?xml version=\"1.0\"?>\n<!--" + strings.Repeat("x", 5<<20) + "-->"
 	e.want(load(big, "application/xml", ""), http.StatusRequestEntityTooLarge, "payload_too_large")
 	e.want(load("", "application/xml", ""), http.StatusBadRequest, "invalid_argument")
-	e.want(load(defAB, "multipart/form-data; boundary=x", ""), http.StatusUnsupportedMediaType, "unsupported_media_type")
-	e.want(load(defAB, "application/x-www-form-urlencoded", ""), http.StatusUnsupportedMediaType, "unsupported_media_type")
-	e.want(load(defAB, "application/xml", "?format=word"), http.StatusBadRequest, "invalid_argument")
+	e.want(load(testutil.DefAB, "multipart/form-data; boundary=x", ""), http.StatusUnsupportedMediaType, "unsupported_media_type")
+	e.want(load(testutil.DefAB, "application/x-www-form-urlencoded", ""), http.StatusUnsupportedMediaType, "unsupported_media_type")
+	e.want(load(testutil.DefAB, "application/xml", "?format=word"), http.StatusBadRequest, "invalid_argument")
 	// Nothing of it was kept.
 	var page struct {
 		Items []veena.Definition `json:"items"`
@@ -182,7 +183,7 @@ func testHostileDefinitions(t *testing.T, e *env) {
 }
 
 func testProcesses(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", `{"n": 7, "f": 1.5, "s": "x", "b": true, "d": {"date": "2026-01-02T03:04:05Z"}}`)
 	if p.ID == "" || p.Definition != "ab" || p.Version != 1 || p.State != "executing" || p.ParentToken != nil {
 		t.Fatalf("started %+v", p)
@@ -267,7 +268,7 @@ func testProcesses(t *testing.T, e *env) {
 }
 
 func testProcessList(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	e.load(defOne)
 	var ids []string
 	for i := 0; i < 5; i++ {
@@ -329,7 +330,7 @@ func testProcessList(t *testing.T, e *env) {
 }
 
 func testBadRequests(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", "")
 	tok := e.active(p.ID, "A")
 	for _, c := range []struct {
@@ -384,11 +385,11 @@ func testBadRequests(t *testing.T, e *env) {
 	if !strings.Contains(r.header.Get("Allow"), "GET") {
 		t.Fatalf("Allow %q", r.header.Get("Allow"))
 	}
-	e.want(e.do(req{method: "PUT", path: "/api/v1/definitions", body: defAB}), http.StatusMethodNotAllowed, "method_not_allowed")
+	e.want(e.do(req{method: "PUT", path: "/api/v1/definitions", body: testutil.DefAB}), http.StatusMethodNotAllowed, "method_not_allowed")
 }
 
 func testCompleteBacktrack(t *testing.T, e *env) {
-	e.load(defSplit)
+	e.load(testutil.DefSplit)
 	e.load(defChoice)
 
 	// Split and and-join: D waits for both B and C.
@@ -457,7 +458,7 @@ func testCompleteBacktrack(t *testing.T, e *env) {
 }
 
 func testRefusals(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	e.load(defNoStart)
 	e.load(defBadGuard)
 	e.load(defSetJoin)
@@ -513,7 +514,7 @@ func testRefusals(t *testing.T, e *env) {
 }
 
 func testEnvironments(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", `{"keep": 1, "drop": "x"}`)
 	r := e.get("/api/v1/processes/" + p.ID + "/env")
 	e.want(r, http.StatusOK, "")
@@ -550,7 +551,7 @@ func testEnvironments(t *testing.T, e *env) {
 }
 
 func testEvents(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", "")
 	e.want(e.complete(e.active(p.ID, "A"), ""), http.StatusOK, "")
 	r := e.get("/api/v1/processes/" + p.ID + "/events")
@@ -588,7 +589,7 @@ func testEvents(t *testing.T, e *env) {
 }
 
 func testEventStream(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", "")
 	s, resp := e.stream("/api/v1/processes/"+p.ID+"/events", nil, false)
 	if s == nil {
@@ -637,7 +638,7 @@ func testEventStream(t *testing.T, e *env) {
 }
 
 func testIdempotency(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	start := func(key string) veena.Process {
 		r := e.do(req{method: "POST", path: "/api/v1/processes", body: `{"definition":"ab"}`, header: map[string]string{"Idempotency-Key": key}})
 		e.want(r, http.StatusCreated, "")
@@ -667,7 +668,7 @@ func testIdempotency(t *testing.T, e *env) {
 }
 
 func testConcurrentCompletes(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", "")
 	a := e.active(p.ID, "A")
 	const n = 16
@@ -723,7 +724,7 @@ func testOperations(t *testing.T, e *env) {
 }
 
 func testConflict(t *testing.T, e *env) {
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	start := `{"definition": "ab", "context": {"order": "o-1"}}`
 	r := e.post("/api/v1/processes", start)
 	e.want(r, http.StatusCreated, "")
@@ -745,7 +746,7 @@ func testConflict(t *testing.T, e *env) {
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, backends(t)[1], envOptions{})
-	e.load(defAB)
+	e.load(testutil.DefAB)
 	p := e.start("ab", "")
 	tok := e.tokenOf(p.ID)
 	if err := e.st.Close(); err != nil {

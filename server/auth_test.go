@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/veena-wf/veena/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -32,7 +33,7 @@ func TestAccessControl(t *testing.T) {
 		e.do(req{method: "GET", path: "/api/v1/definitions", token: "wrong-token-0123456789"}),
 		e.do(req{method: "GET", path: "/api/v1/definitions", header: map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}}),
 		e.do(req{method: "GET", path: "/metrics"}),
-		e.do(req{method: "POST", path: "/api/v1/definitions", body: defAB, ctype: "application/xml"}),
+		e.do(req{method: "POST", path: "/api/v1/definitions", body: testutil.DefAB, ctype: "application/xml"}),
 	} {
 		e.want(r, http.StatusUnauthorized, "unauthorized")
 		if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
@@ -58,7 +59,7 @@ func TestAccessControl(t *testing.T) {
 	}
 
 	// Definitions: admin only.
-	loadDef := req{method: "POST", path: "/api/v1/definitions", body: defAB, ctype: "application/xml"}
+	loadDef := req{method: "POST", path: "/api/v1/definitions", body: testutil.DefAB, ctype: "application/xml"}
 	e.want(viewer(loadDef), http.StatusForbidden, "forbidden")
 	e.want(operator(loadDef), http.StatusForbidden, "forbidden")
 	e.want(admin(loadDef), http.StatusCreated, "")

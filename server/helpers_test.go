@@ -22,12 +22,6 @@ import (
 
 // Definitions the tests load.
 const (
-	defAB = `<?xml version="1.0"?>
-<process-definition name="ab" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
-  <node name="A" type="wait" isStart="true"><arc to="B"/></node>
-  <node name="B" type="wait"/>
-</process-definition>
-`
 	defABv2 = `<?xml version="1.0"?>
 <process-definition name="ab" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
   <node name="A" type="wait" isStart="true"><arc to="B"/></node>
@@ -36,14 +30,6 @@ const (
 </process-definition>
 `
 	// split: A (wait) splits to B and C (waits), joined by an and-join at D.
-	defSplit = `<?xml version="1.0"?>
-<process-definition name="split" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
-  <node name="A" type="wait" isStart="true"><arc to="B"/><arc to="C"/></node>
-  <node name="B" type="wait"><arc to="D"/></node>
-  <node name="C" type="wait"><arc to="D"/></node>
-  <node name="D" type="wait" joinType="and"/>
-</process-definition>
-`
 	// choice: A (wait) leaves on "yes" to Y or "no" to N.
 	defChoice = `<?xml version="1.0"?>
 <process-definition name="choice" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">

@@ -1,4 +1,5 @@
-// Package testutil holds helpers that Veena's end-to-end tests share.
+// Package testutil holds what several of Veena's test packages share: building
+// the veena command and the small definitions they load.
 package testutil
 
 import (
@@ -30,3 +31,23 @@ func BuildVeena(dir string) (string, error) {
 	}
 	return bin, nil
 }
+
+// Definitions several test packages load.
+const (
+	// DefAB is two wait nodes, A then B.
+	DefAB = `<?xml version="1.0"?>
+<process-definition name="ab" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc to="B"/></node>
+  <node name="B" type="wait"/>
+</process-definition>
+`
+	// DefSplit splits A into B and C, joined by an and join at D (all wait nodes).
+	DefSplit = `<?xml version="1.0"?>
+<process-definition name="split" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc to="B"/><arc to="C"/></node>
+  <node name="B" type="wait"><arc to="D"/></node>
+  <node name="C" type="wait"><arc to="D"/></node>
+  <node name="D" type="wait" joinType="and"/>
+</process-definition>
+`
+)
