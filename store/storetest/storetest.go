@@ -169,7 +169,10 @@ func testProcessRoundTrip(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ = s.Process(c, "p1")
+	got, err = s.Process(c, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got.State != "completed" || string(got.Snapshot) != `{"q":2}` || got.TreeVersion != 4 || !got.UpdatedAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("after update: %+v", got)
 	}
@@ -212,20 +215,29 @@ func testFailedUpdate(t *testing.T, s store.Store) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("want the fn's error, have %v", err)
 	}
-	p, _ := s.Process(c, "p1")
+	p, err := s.Process(c, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.State != "executing" {
 		t.Errorf("process changed by a failed update: %s", p.State)
 	}
 	if _, err := s.Process(c, "p2"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("process inserted by a failed update: %v", err)
 	}
-	if evs, _ := s.Events(c, "p1", 0, 0); len(evs) != 0 {
+	if evs, err := s.Events(c, "p1", 0, 0); err != nil {
+		t.Fatal(err)
+	} else if len(evs) != 0 {
 		t.Errorf("events kept: %v", evs)
 	}
-	if ts, _ := s.ClaimTimers(c, t0.Add(time.Hour), time.Minute, 10); len(ts) != 0 {
+	if ts, err := s.ClaimTimers(c, t0.Add(time.Hour), time.Minute, 10); err != nil {
+		t.Fatal(err)
+	} else if len(ts) != 0 {
 		t.Errorf("timers kept: %v", ts)
 	}
-	if ids, _ := s.FindByContext(c, map[string]string{"k": "v"}, 10); len(ids) != 0 {
+	if ids, err := s.FindByContext(c, map[string]string{"k": "v"}, 10); err != nil {
+		t.Fatal(err)
+	} else if len(ids) != 0 {
 		t.Errorf("context kept: %v", ids)
 	}
 	err = s.Update(c, func(c context.Context, tx store.Tx) error {
@@ -354,7 +366,10 @@ func testEvents(t *testing.T, s store.Store) {
 	if diff := cmp.Diff(evs, all); diff != "" {
 		t.Fatalf("events (-want +have):\n%s", diff)
 	}
-	page, _ := s.Events(c, "p1", 10, 5)
+	page, err := s.Events(c, "p1", 10, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(page) != 5 || page[0].Seq != 11 || page[4].Seq != 15 {
 		t.Fatalf("events after 10, limit 5: %v", page)
 	}
@@ -456,7 +471,9 @@ func testTimers(t *testing.T, s store.Store) {
 	if err != nil || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("NextTimer: %v %v", next, err)
 	}
-	if ts, _ := s.ClaimTimers(c, t0, time.Minute, 10); len(ts) != 0 {
+	if ts, err := s.ClaimTimers(c, t0, time.Minute, 10); err != nil {
+		t.Fatal(err)
+	} else if len(ts) != 0 {
 		t.Fatalf("nothing due yet, claimed %v", ts)
 	}
 	at := t0.Add(150 * time.Second)
@@ -471,20 +488,29 @@ func testTimers(t *testing.T, s store.Store) {
 	if diff := cmp.Diff(want, ts); diff != "" {
 		t.Fatalf("claimed (-want +have):\n%s", diff)
 	}
-	if ts, _ := s.ClaimTimers(c, at.Add(time.Second), time.Minute, 10); len(ts) != 0 {
+	if ts, err := s.ClaimTimers(c, at.Add(time.Second), time.Minute, 10); err != nil {
+		t.Fatal(err)
+	} else if len(ts) != 0 {
 		t.Fatalf("leased timers claimed again: %v", ts)
 	}
 	// After the lease, an unfired timer is offered again.
-	ts, _ = s.ClaimTimers(c, at.Add(2*time.Minute), time.Minute, 1)
+	ts, err = s.ClaimTimers(c, at.Add(2*time.Minute), time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ts) != 1 || ts[0].Process != "p1" || ts[0].Token != 1 {
 		t.Fatalf("after the lease, limit 1: %v", ts)
 	}
 	set("p1")
 	set("p2")
-	if ts, _ := s.ClaimTimers(c, t0.Add(time.Hour), time.Minute, 10); len(ts) != 0 {
+	if ts, err := s.ClaimTimers(c, t0.Add(time.Hour), time.Minute, 10); err != nil {
+		t.Fatal(err)
+	} else if len(ts) != 0 {
 		t.Fatalf("replaced timers still claimed: %v", ts)
 	}
-	if next, _ := s.NextTimer(c); !next.IsZero() {
+	if next, err := s.NextTimer(c); err != nil {
+		t.Fatal(err)
+	} else if !next.IsZero() {
 		t.Fatalf("NextTimer with no timers: %v", next)
 	}
 }
@@ -532,11 +558,17 @@ func testOneWriter(t *testing.T, s store.Store) {
 	for err := range errs {
 		t.Fatalf("concurrent update: %v", err)
 	}
-	p, _ := s.Process(c, "r")
+	p, err := s.Process(c, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if string(p.Snapshot) != strconv.Itoa(n) || p.TreeVersion != n {
 		t.Fatalf("after %d updates: count %s, version %d", n, p.Snapshot, p.TreeVersion)
 	}
-	evs, _ := s.Events(c, "r", 0, 0)
+	evs, err := s.Events(c, "r", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(evs) != n {
 		t.Fatalf("%d events, want %d", len(evs), n)
 	}
@@ -616,7 +648,10 @@ func testConcurrentKeys(t *testing.T, s store.Store) {
 		}()
 	}
 	wg.Wait()
-	rows, _ := s.Processes(c, store.Filter{})
+	rows, err := s.Processes(c, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ran = len(rows)
 	if ran != 1 || len(results) != 1 {
 		t.Fatalf("%d processes created, results %v; want exactly one", ran, results)
