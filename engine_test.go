@@ -35,10 +35,14 @@ func TestLifecycle(t *testing.T) {
 		if err != nil || !created || d3.Version != 2 {
 			t.Fatalf("load changed: %+v %v %v", d3, created, err)
 		}
-		if vs, _ := e.DefinitionVersions(ctx, "wait"); len(vs) != 2 {
+		if vs, err := e.DefinitionVersions(ctx, "wait"); err != nil {
+			t.Fatal(err)
+		} else if len(vs) != 2 {
 			t.Fatalf("versions: %d", len(vs))
 		}
-		if s, _ := e.DefinitionSource(ctx, "wait", 1); string(s) != string(src) {
+		if s, err := e.DefinitionSource(ctx, "wait", 1); err != nil {
+			t.Fatal(err)
+		} else if string(s) != string(src) {
 			t.Fatalf("source of version 1 differs")
 		}
 		_, _, err = e.LoadDefinition(ctx, "bad.wf.xml", []byte(`<process-definition name="bad"><node name="a"><arc to="nowhere"/></node></process-definition>`), "")
@@ -64,7 +68,9 @@ func TestLifecycle(t *testing.T) {
 		if _, err := e.PatchTokenEnv(ctx, task, map[string]any{"t": true}); err != nil {
 			t.Fatal(err)
 		}
-		if env, _ := e.TokenEnv(ctx, task); env["t"] != kernel.Bool(true) {
+		if env, err := e.TokenEnv(ctx, task); err != nil {
+			t.Fatal(err)
+		} else if env["t"] != kernel.Bool(true) {
 			t.Fatalf("token env: %v", env)
 		}
 		env, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"s": nil, "m": 2.5})
@@ -136,7 +142,9 @@ func TestFailedCommandKeepsNothing(t *testing.T) {
 		// Without "ready" the guard of hold fails: no process is created.
 		_, err := e.StartProcess(ctx, veena.StartRequest{Definition: "delay"})
 		wantCode(t, err, "execution_failed")
-		if page, _ := e.Processes(ctx, veena.ProcessFilter{}); len(page.Items) != 0 {
+		if page, err := e.Processes(ctx, veena.ProcessFilter{}); err != nil {
+			t.Fatal(err)
+		} else if len(page.Items) != 0 {
 			t.Fatalf("a failed start left %d processes", len(page.Items))
 		}
 
@@ -176,7 +184,9 @@ func TestRestart(t *testing.T) {
 
 			e = open(t, reopen(), veena.Options{})
 			defer e.Close()
-			if ds, _ := e.Definitions(ctx); len(ds) != 3 {
+			if ds, err := e.Definitions(ctx); err != nil {
+				t.Fatal(err)
+			} else if len(ds) != 3 {
 				t.Fatalf("definitions after restart: %d", len(ds))
 			}
 			kids, err := e.Processes(ctx, veena.ProcessFilter{ParentToken: one(t, e, p.ID, "sub")})
@@ -188,7 +198,9 @@ func TestRestart(t *testing.T) {
 				t.Fatalf("nested process parent token: %v", kid.ParentToken)
 			}
 			complete(t, e, one(t, e, kid.ID, "c2"), veena.CompleteRequest{})
-			if got, _ := e.Process(ctx, kid.ID); got.State != "completed" {
+			if got, err := e.Process(ctx, kid.ID); err != nil {
+				t.Fatal(err)
+			} else if got.State != "completed" {
 				t.Fatalf("nested process: %s", got.State)
 			}
 			one(t, e, p.ID, "p2")
@@ -196,12 +208,16 @@ func TestRestart(t *testing.T) {
 			if _, err := e.SendEvent(ctx, map[string]string{"user": "u1"}, "p2", nil); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := e.Process(ctx, p.ID); got.State != "completed" || got.Context["user"] != "u1" {
+			if got, err := e.Process(ctx, p.ID); err != nil {
+				t.Fatal(err)
+			} else if got.State != "completed" || got.Context["user"] != "u1" {
 				t.Fatalf("parent: %+v", got)
 			}
 			complete(t, e, one(t, e, s.ID, "b"), veena.CompleteRequest{})
 			complete(t, e, one(t, e, s.ID, "last"), veena.CompleteRequest{})
-			if got, _ := e.Process(ctx, s.ID); got.State != "completed" {
+			if got, err := e.Process(ctx, s.ID); err != nil {
+				t.Fatal(err)
+			} else if got.State != "completed" {
 				t.Fatalf("split: %s", got.State)
 			}
 		})
@@ -219,7 +235,9 @@ func TestIdempotency(t *testing.T) {
 		if p1.ID != p2.ID {
 			t.Fatalf("retried start made a second process: %s %s", p1.ID, p2.ID)
 		}
-		if page, _ := e.Processes(ctx, veena.ProcessFilter{}); len(page.Items) != 1 {
+		if page, err := e.Processes(ctx, veena.ProcessFilter{}); err != nil {
+			t.Fatal(err)
+		} else if len(page.Items) != 1 {
 			t.Fatalf("%d processes", len(page.Items))
 		}
 		a := one(t, e, p1.ID, "a")
@@ -325,7 +343,9 @@ func TestDelayedTokens(t *testing.T) {
 		}
 		// Not due yet, and then due but still not ready: delayed again.
 		time.Sleep(50 * time.Millisecond)
-		if tok, _ := e.NodeToken(ctx, hold); tok.Complete || *tok.GuardAction != "delay" {
+		if tok, err := e.NodeToken(ctx, hold); err != nil {
+			t.Fatal(err)
+		} else if tok.Complete || *tok.GuardAction != "delay" {
 			t.Fatalf("fired early: %+v", tok)
 		}
 		clk.Advance(61 * time.Second)
@@ -378,7 +398,9 @@ func TestNestedAndCancel(t *testing.T) {
 		if err != nil || got.State != "canceled" {
 			t.Fatalf("cancel: %+v %v", got, err)
 		}
-		if kid, _ := e.Process(ctx, kids.Items[0].ID); kid.State != "canceled" {
+		if kid, err := e.Process(ctx, kids.Items[0].ID); err != nil {
+			t.Fatal(err)
+		} else if kid.State != "canceled" {
 			t.Fatalf("nested process after cancel: %s", kid.State)
 		}
 		again, err := e.CancelProcess(ctx, p.ID, "cancel-1")
@@ -554,7 +576,9 @@ func TestPanickingNodeType(t *testing.T) {
 	}
 	_, err := e.StartProcess(ctx, veena.StartRequest{Definition: "boom"})
 	wantCode(t, err, "execution_failed")
-	if page, _ := e.Processes(ctx, veena.ProcessFilter{}); len(page.Items) != 0 {
+	if page, err := e.Processes(ctx, veena.ProcessFilter{}); err != nil {
+		t.Fatal(err)
+	} else if len(page.Items) != 0 {
 		t.Fatalf("%d processes after a failed start", len(page.Items))
 	}
 }
