@@ -27,7 +27,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 			return nil, invalid("a context key must not be empty")
 		}
 	}
-	return e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
 		p, err := ke.Start(g, env)
 		if err != nil {
 			return nil, err
@@ -37,36 +37,39 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 			t.context[p.ID] = maps.Clone(req.Context)
 		}
 		return p, nil
-	})
-}
-
-// onProcess runs a command on the tree holding process id.
-func (e *Engine) onProcess(ctx context.Context, id, key string, fn func(ke *kernel.Engine, t *tree, p *kernel.Process) (*kernel.Process, error)) (*Process, error) {
-	root, err := e.rootOf(ctx, id)
+	}, &outcome{})
 	if err != nil {
 		return nil, err
 	}
-	return e.command(ctx, root, key, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
-		p := t.root.Find(id)
-		if p == nil {
-			return nil, notFound("process %s", id)
-		}
-		return fn(ke, t, p)
-	})
+	if err := out.err(); err != nil {
+		return nil, err
+	}
+	return out.Process, nil
 }
 
-// onNodeToken runs a command on the tree holding node token id.
-func (e *Engine) onNodeToken(ctx context.Context, id, key string, fn func(ke *kernel.Engine, t *tree, tok *kernel.NodeToken) (*kernel.Process, error)) (*Process, error) {
+// onProcess submits an op addressed to a process and returns the process
+// afterwards.
+func (e *Engine) onProcess(ctx context.Context, o *op, key string) (*Process, error) {
+	out, err := e.submit(ctx, o, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.err(); err != nil {
+		return nil, err
+	}
+	if out.Process == nil {
+		return nil, fmt.Errorf("command %s on process %s had no result", o.Kind, o.Process)
+	}
+	return out.Process, nil
+}
+
+// tokenOp addresses an op to a node token.
+func tokenOp(kind opKind, id string) (*op, error) {
 	pid, idx, err := parseNodeTokenID(id)
 	if err != nil {
 		return nil, err
 	}
-	return e.onProcess(ctx, pid, key, func(ke *kernel.Engine, t *tree, p *kernel.Process) (*kernel.Process, error) {
-		if idx >= len(p.NodeTokens) {
-			return nil, notFound("node token %q", id)
-		}
-		return fn(ke, t, p.NodeTokens[idx])
-	})
+	return &op{Kind: kind, Process: pid, Token: idx}, nil
 }
 
 // Process returns a process.
@@ -120,9 +123,7 @@ func (e *Engine) Processes(ctx context.Context, f ProcessFilter) (*ProcessPage, 
 // CancelProcess cancels an executing process and the nested processes its
 // active tokens started.
 func (e *Engine) CancelProcess(ctx context.Context, id string, idempotencyKey string) (*Process, error) {
-	return e.onProcess(ctx, id, idempotencyKey, func(ke *kernel.Engine, _ *tree, p *kernel.Process) (*kernel.Process, error) {
-		return p, ke.Cancel(p)
-	})
+	return e.onProcess(ctx, &op{Kind: opCancel, Process: id}, idempotencyKey)
 }
 
 // decodeOne reads one committed process with its tokens (without its
@@ -171,17 +172,14 @@ func (e *Engine) ProcessEnv(ctx context.Context, id string) (map[string]Value, e
 }
 
 // PatchProcessEnv merges attributes into a process's environment (a nil
-// value removes one) and returns the result.
-func (e *Engine) PatchProcessEnv(ctx context.Context, id string, patch map[string]any) (map[string]Value, error) {
+// value removes one) and returns the result. A retry with the same
+// idempotency key returns the first result.
+func (e *Engine) PatchProcessEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]Value, error) {
 	vals, err := valuesOf(patch)
 	if err != nil {
 		return nil, err
 	}
-	p, err := e.onProcess(ctx, id, "", func(_ *kernel.Engine, _ *tree, p *kernel.Process) (*kernel.Process, error) {
-		applyPatch(p.Env, vals)
-		p.Dirty = true
-		return p, nil
-	})
+	p, err := e.onProcess(ctx, &op{Kind: opProcessEnv, Process: id, Env: vals}, idempotencyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -268,33 +266,27 @@ func (e *Engine) CompleteToken(ctx context.Context, id string, req CompleteReque
 			}
 		}
 	}
-	return e.onNodeToken(ctx, id, req.IdempotencyKey, func(ke *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
-		p := t.Process
-		if p.State != kernel.Executing {
-			return nil, &kernel.Error{Code: kernel.ErrProcessNotExecuting.Code, Msg: fmt.Sprintf("process %s is %s, not executing", p.ID, p.State)}
+	o, err := tokenOp(opComplete, id)
+	if err != nil {
+		return nil, err
+	}
+	o.Arcs, o.Env = names, vals
+	if ts := req.TokenSet; ts != nil {
+		o.TokenSet = &opTokenSet{Name: ts.Name, Count: ts.Count, Env: setEnv.Map(), MemberEnv: memberEnv}
+		if len(names) == 1 {
+			o.TokenSet.Arc = names[0]
 		}
-		if t.Complete {
-			return nil, &kernel.Error{Code: kernel.ErrTokenComplete.Code, Msg: fmt.Sprintf("node token %s is already complete", id)}
-		}
-		applyTokenPatch(t, vals)
-		if ts := req.TokenSet; ts != nil {
-			arc := ""
-			if len(names) == 1 {
-				arc = names[0]
-			}
-			_, err := ke.CompleteWithNewTokenSet(t, arc, ts.Name, ts.Count, setEnv, memberEnv)
-			return p, err
-		}
-		return p, ke.Complete(t, names...)
-	})
+	}
+	return e.onProcess(ctx, o, req.IdempotencyKey)
 }
 
 // Backtrack returns a process to one of its completed node tokens.
 func (e *Engine) Backtrack(ctx context.Context, tokenID string, idempotencyKey string) (*Process, error) {
-	return e.onNodeToken(ctx, tokenID, idempotencyKey, func(ke *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
-		_, err := ke.Backtrack(t)
-		return t.Process, err
-	})
+	o, err := tokenOp(opBacktrack, tokenID)
+	if err != nil {
+		return nil, err
+	}
+	return e.onProcess(ctx, o, idempotencyKey)
 }
 
 // TokenEnv returns the persistent attributes of a node token's own environment.
@@ -307,79 +299,57 @@ func (e *Engine) TokenEnv(ctx context.Context, id string) (map[string]Value, err
 }
 
 // PatchTokenEnv merges attributes into a node token's own environment (a
-// nil value removes one) and returns the result.
-func (e *Engine) PatchTokenEnv(ctx context.Context, id string, patch map[string]any) (map[string]Value, error) {
+// nil value removes one) and returns the result. A retry with the same
+// idempotency key returns the first result.
+func (e *Engine) PatchTokenEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]Value, error) {
 	vals, err := valuesOf(patch)
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]Value
-	_, err = e.onNodeToken(ctx, id, "", func(_ *kernel.Engine, _ *tree, t *kernel.NodeToken) (*kernel.Process, error) {
-		applyTokenPatch(t, vals)
-		t.Process.Dirty = true
-		out = t.Env.Map()
-		return t.Process, nil
-	})
+	o, err := tokenOp(opTokenEnv, id)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	o.Env = vals
+	out, err := e.submit(ctx, o, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.err(); err != nil {
+		return nil, err
+	}
+	if out.Env == nil {
+		return map[string]Value{}, nil
+	}
+	return out.Env, nil
 }
 
 // SendEvent delivers an event to the one executing process whose context
-// holds every pair of match: env is merged into the process environment
-// and its active token on the node called name (or, with name "", its only
-// active token) is completed. No matching process is not_found, several
-// are conflict; no or several matching tokens likewise.
-func (e *Engine) SendEvent(ctx context.Context, match map[string]string, name string, env map[string]any) (*Process, error) {
-	if len(match) == 0 {
+// holds every pair of req.Match: req.Env is merged into the process
+// environment and its active token on the node req.Node (or, with no node,
+// its only active token) is completed. No matching process is not_found,
+// several are conflict; no or several matching tokens likewise. A retry
+// with the same idempotency key returns the first result.
+func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, error) {
+	if len(req.Match) == 0 {
 		return nil, invalid("an event needs at least one context pair to match")
 	}
-	vals, err := valuesOf(env)
+	vals, err := valuesOf(req.Env)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := e.store.FindByContext(ctx, match, 2)
+	ids, err := e.store.FindByContext(ctx, req.Match, 2)
 	if err != nil {
 		return nil, storeError("find process by context", err)
 	}
 	switch len(ids) {
 	case 0:
-		return nil, notFound("executing process with context %v", sortedPairs(match))
+		return nil, notFound("executing process with context %v", sortedPairs(req.Match))
 	case 1:
 	default:
-		return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("more than one executing process has context %v", sortedPairs(match))}
+		return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("more than one executing process has context %v", sortedPairs(req.Match))}
 	}
-	return e.onProcess(ctx, ids[0], "", func(ke *kernel.Engine, t *tree, p *kernel.Process) (*kernel.Process, error) {
-		if p.State != kernel.Executing {
-			return nil, notFound("executing process with context %v", sortedPairs(match))
-		}
-		var found []*kernel.NodeToken
-		p.Walk(func(q *kernel.Process) {
-			if q.State != kernel.Executing {
-				return
-			}
-			for _, tok := range q.NodeTokens {
-				if tok.Active() && !tok.Complete && tok.GuardAction == kernel.Accept && (name == "" || tok.Node.Name == name) {
-					found = append(found, tok)
-				}
-			}
-		})
-		what := "an active token"
-		if name != "" {
-			what = fmt.Sprintf("an active token on node %q", name)
-		}
-		switch len(found) {
-		case 0:
-			return nil, notFound("process %s: %s", p.ID, what)
-		case 1:
-		default:
-			return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("process %s has %d candidates for %s", p.ID, len(found), what)}
-		}
-		applyPatch(p.Env, vals)
-		p.Dirty = true
-		return p, ke.Complete(found[0])
-	})
+	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals}, req.IdempotencyKey)
 }
 
 func sortedPairs(m map[string]string) []string {

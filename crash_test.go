@@ -345,7 +345,7 @@ func runJob(ctx context.Context, e *veena.Engine, job string, logAck func(kind, 
 	logAck("start", job, p.ID)
 	if def == "tick" && p.State == "executing" {
 		// The delayed token passes its guard at the next timer after this.
-		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}); err != nil {
+		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}, ""); err != nil {
 			return fmt.Errorf("patch: %w", err)
 		}
 	}

@@ -3,7 +3,6 @@ package veena
 import (
 	"container/list"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -184,6 +183,7 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		lease = 30 * time.Second
 	}
 	lastSync := time.Now()
+	var lastDrain time.Time
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -215,6 +215,10 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 				wait = max(d, 10*time.Millisecond)
 			}
 		}
+		if time.Since(lastDrain) >= inboxGrace/2 {
+			lastDrain = time.Now()
+			e.drainAbandoned(ctx)
+		}
 		if time.Since(lastSync) > 5*time.Second {
 			lastSync = time.Now()
 			if err := e.reloadDefinitions(ctx); err != nil && ctx.Err() == nil {
@@ -236,17 +240,10 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 
 // fireTimer runs a due delayed token's guard again, as a command.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
-	_, err := e.command(ctx, t.Root, "", func(ke *kernel.Engine, tr *tree) (*kernel.Process, error) {
-		p := tr.root.Find(t.Process)
-		if p == nil || t.Token < 0 || t.Token >= len(p.NodeTokens) {
-			return nil, errNoChange
-		}
-		tok := p.NodeTokens[t.Token]
-		if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) {
-			return nil, errNoChange
-		}
-		return p, ke.ReevaluateDelayedToken(tok)
-	})
+	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
+	if err == nil && out.Error != nil && out.Error.Code != ErrNotFound.Code {
+		err = out.err()
+	}
 	return err
 }
 
@@ -344,23 +341,20 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 type commandFunc func(ke *kernel.Engine, t *tree) (*kernel.Process, error)
 
 // command runs one command on the tree rooted at root ("" starts a new
-// tree) as one store transaction. Commands to one tree queue in arrival
-// order behind a per-tree lock here and the tree's row lock in the store;
-// commands to different trees run in parallel. A failed command keeps
-// nothing: its tree is dropped from the cache and read again next time.
+// tree) as one store transaction, and fills res with its result. For an
+// existing tree the caller holds the tree's lock in this engine; if
+// another engine holds it, or commands wait in its inbox, command fails
+// with store.ErrBusy and the caller queues the command instead (see
+// submit). A failed command keeps nothing: its tree is dropped from the
+// cache and read again next time.
 //
 // When the tree is cached, the command runs on it before the transaction
 // (so that the transaction only writes); inside the transaction the tree's
 // version is checked, and if another engine changed the tree meanwhile the
 // early result is thrown away and the command runs again on the stored tree.
-func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) (*Process, error) {
+func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, res *outcome) (*outcome, error) {
 	var early *plan
 	if root != "" {
-		unlock, err := e.locks.lock(ctx, root)
-		if err != nil {
-			return nil, err
-		}
-		defer unlock()
 		if t := e.cache.take(root); t != nil {
 			early = e.run(t, fn)
 		}
@@ -369,25 +363,24 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) 
 		early = e.run(&tree{context: map[string]map[string]string{}}, fn)
 	}
 	var done *plan
+	var prev *outcome
 	err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		done = nil
+		done, prev = nil, nil
 		if key != "" {
-			prev, found, err := tx.Key(ctx, key)
+			b, found, err := tx.Key(ctx, key)
 			if err != nil {
 				return err
 			}
 			if found {
-				var p Process
-				if err := json.Unmarshal(prev, &p); err != nil {
+				if prev, err = decodeOutcome(b); err != nil {
 					return fmt.Errorf("idempotency key %q: %w", key, err)
 				}
-				done = &plan{result: &p}
 				return nil
 			}
 		}
 		p := early
 		if root != "" {
-			version, err := tx.LockTree(ctx, root)
+			version, err := tx.TryLockTree(ctx, root)
 			if err != nil {
 				return err
 			}
@@ -409,12 +402,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) 
 		if err := p.apply(ctx, tx); err != nil {
 			return err
 		}
+		res.Process = p.result
 		if key != "" {
-			b, err := json.Marshal(p.result)
-			if err != nil {
-				return fmt.Errorf("idempotency key %q: encode the result: %w", key, err)
-			}
-			if err := tx.PutKey(ctx, key, b); err != nil {
+			if err := putOutcome(ctx, tx, key, res); err != nil {
 				return err
 			}
 		}
@@ -423,15 +413,27 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc) 
 	})
 	if err != nil {
 		if errors.Is(err, errNoChange) {
-			return nil, nil
+			return &outcome{None: true}, nil
+		}
+		if errors.Is(err, store.ErrBusy) {
+			return nil, err
 		}
 		return nil, storeError("command", err)
 	}
-	if done.tree != nil {
-		e.cache.put(done.tree.root.ID, done.tree)
-		e.publish(done.storeEv)
+	if prev != nil {
+		return prev, nil
 	}
-	return done.result, nil
+	e.committed(done)
+	return res, nil
+}
+
+// committed makes a committed command's tree the cached one and tells
+// subscribers its events.
+func (e *Engine) committed(p *plan) {
+	if p.tree != nil {
+		e.cache.put(p.tree.root.ID, p.tree)
+		e.publish(p.storeEv)
+	}
 }
 
 // plan is a command run on a tree, with everything it will write.
@@ -677,6 +679,20 @@ func (l *rootLocks) lock(ctx context.Context, root string) (func(), error) {
 		l.unlock(root) // it was handed to us meanwhile: pass it on
 		return nil, ctx.Err()
 	}
+}
+
+// tryLock takes the lock of root if it is free.
+func (l *rootLocks) tryLock(root string) (func(), bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*rootLock{}
+	}
+	if _, busy := l.m[root]; busy {
+		return nil, false
+	}
+	l.m[root] = &rootLock{}
+	return func() { l.unlock(root) }, true
 }
 
 func (l *rootLocks) unlock(root string) {

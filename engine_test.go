@@ -65,7 +65,7 @@ func TestLifecycle(t *testing.T) {
 		if err != nil || tok.Complete || tok.GuardAction == nil || *tok.GuardAction != "accept" || tok.ExecutionType != "forward" || len(tok.Parents) != 1 {
 			t.Fatalf("token: %+v %v", tok, err)
 		}
-		if _, err := e.PatchTokenEnv(ctx, task, map[string]any{"t": true}); err != nil {
+		if _, err := e.PatchTokenEnv(ctx, task, map[string]any{"t": true}, ""); err != nil {
 			t.Fatal(err)
 		}
 		if env, err := e.TokenEnv(ctx, task); err != nil {
@@ -73,7 +73,7 @@ func TestLifecycle(t *testing.T) {
 		} else if env["t"] != kernel.Bool(true) {
 			t.Fatalf("token env: %v", env)
 		}
-		env, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"s": nil, "m": 2.5})
+		env, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"s": nil, "m": 2.5}, "")
 		if err != nil || len(env) != 2 || env["m"] != kernel.Float(2.5) {
 			t.Fatalf("patched env: %v %v", env, err)
 		}
@@ -205,7 +205,7 @@ func TestRestart(t *testing.T) {
 			}
 			one(t, e, p.ID, "p2")
 			// Context routing survives the restart too.
-			if _, err := e.SendEvent(ctx, map[string]string{"user": "u1"}, "p2", nil); err != nil {
+			if _, err := e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"user": "u1"}, Node: "p2", Env: nil}); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := e.Process(ctx, p.ID); err != nil {
@@ -288,14 +288,14 @@ func TestContextRouting(t *testing.T) {
 		_, err := e.StartProcess(ctx, veena.StartRequest{Definition: "wait", Context: map[string]string{"session": "s1"}})
 		wantCode(t, err, "conflict")
 
-		_, err = e.SendEvent(ctx, map[string]string{"bot": "b"}, "task", nil)
+		_, err = e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"bot": "b"}, Node: "task", Env: nil})
 		wantCode(t, err, "conflict")
-		_, err = e.SendEvent(ctx, map[string]string{"user": "nobody"}, "task", nil)
+		_, err = e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"user": "nobody"}, Node: "task", Env: nil})
 		wantCode(t, err, "not_found")
-		_, err = e.SendEvent(ctx, map[string]string{"user": "u2"}, "nosuchnode", nil)
+		_, err = e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"user": "u2"}, Node: "nosuchnode", Env: nil})
 		wantCode(t, err, "not_found")
 
-		got, err := e.SendEvent(ctx, map[string]string{"bot": "b", "user": "u2"}, "task", map[string]any{"answer": "yes"})
+		got, err := e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"bot": "b", "user": "u2"}, Node: "task", Env: map[string]any{"answer": "yes"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,18 +303,18 @@ func TestContextRouting(t *testing.T) {
 			t.Fatalf("routed to %+v", got)
 		}
 		// p2 no longer executes: its session value is free, and events for it find nothing.
-		_, err = e.SendEvent(ctx, map[string]string{"user": "u2"}, "", nil)
+		_, err = e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"user": "u2"}, Node: "", Env: nil})
 		wantCode(t, err, "not_found")
 		start(t, e, veena.StartRequest{Definition: "wait", Context: map[string]string{"session": "s2"}})
-		got, err = e.SendEvent(ctx, map[string]string{"session": "s1"}, "", nil)
+		got, err = e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"session": "s1"}, Node: "", Env: nil})
 		if err != nil || got.ID != p1.ID || got.State != "completed" {
 			t.Fatalf("only active token: %+v %v", got, err)
 		}
 		// Several active tokens and no name: conflict.
 		start(t, e, veena.StartRequest{Definition: "split", Context: map[string]string{"user": "u9"}})
-		_, err = e.SendEvent(ctx, map[string]string{"user": "u9"}, "", nil)
+		_, err = e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"user": "u9"}, Node: "", Env: nil})
 		wantCode(t, err, "conflict")
-		if _, err := e.SendEvent(ctx, map[string]string{"user": "u9"}, "a", nil); err != nil {
+		if _, err := e.SendEvent(ctx, veena.EventRequest{Match: map[string]string{"user": "u9"}, Node: "a", Env: nil}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -353,7 +353,7 @@ func TestDelayedTokens(t *testing.T) {
 			tok, _ := e.NodeToken(ctx, hold)
 			return tok.DelayUntil != nil && tok.DelayUntil.Equal(t0.Add(61*time.Second+time.Minute))
 		})
-		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}); err != nil {
+		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}, ""); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(2 * time.Minute)

@@ -200,7 +200,7 @@ func TestSchemaRefusals(t *testing.T) {
 	}
 	defer st.Close()
 	_, err = veena.Open(ctx, veena.Options{Store: st})
-	if err == nil || !strings.Contains(err.Error(), "is newer than this Veena (1); upgrade Veena") {
+	if err == nil || !strings.Contains(err.Error(), "is newer than this Veena (") || !strings.Contains(err.Error(), "); upgrade Veena") {
 		t.Fatalf("opening a newer database: %v", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestTimersFireOnceAcrossEngines(t *testing.T) {
 	var ids []string
 	for i := range 30 {
 		p := start(t, engines[i%2], veena.StartRequest{Definition: "delay", Env: map[string]any{"ready": false}})
-		if _, err := engines[i%2].PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}); err != nil {
+		if _, err := engines[i%2].PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}, ""); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, p.ID)

@@ -154,7 +154,7 @@ func TestSameHistoryOnEveryStore(t *testing.T) {
 				id := rapid.SampledFrom(procs).Draw(rt, "patch")
 				v := rapid.IntRange(0, 9).Draw(rt, "value")
 				apply("patch "+id, func(e *veena.Engine) (any, error) {
-					return e.PatchProcessEnv(ctx, id, map[string]any{"x": v, "n": nil})
+					return e.PatchProcessEnv(ctx, id, map[string]any{"x": v, "n": nil}, "")
 				})
 			}
 		}

@@ -130,6 +130,14 @@ type CompleteRequest struct {
 	IdempotencyKey string
 }
 
+// EventRequest is an incoming event, routed by context (see SendEvent).
+type EventRequest struct {
+	Match          map[string]string // context pairs the process must hold
+	Node           string            // the node whose active token the event completes; "" for the only one
+	Env            map[string]any    // merged into the process environment
+	IdempotencyKey string
+}
+
 // TokenSetRequest completes with a new token set on the single arc name given in Arcs.
 type TokenSetRequest struct {
 	Name      string

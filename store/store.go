@@ -34,6 +34,9 @@ var (
 	// ErrSchema: the database schema is newer than this Veena, or behind it
 	// while migrations are refused.
 	ErrSchema = errors.New("schema mismatch")
+	// ErrBusy: TryLockTree found the tree locked by another transaction, or
+	// commands waiting in its inbox; the command has to queue.
+	ErrBusy = errors.New("process tree busy")
 )
 
 // Unavailable wraps a driver error as ErrUnavailable, keeping its message.
@@ -96,6 +99,22 @@ type Timer struct {
 	DueAt   time.Time
 }
 
+// Command is a command in the durable inbox of a process tree. Commands
+// that find their tree busy are enqueued, and applied one at a time in Seq
+// order by whichever engine holds the tree, each in the transaction that
+// marks it done. A command in the inbox survives the engine that enqueued
+// it: another engine, or the same one restarted, applies it.
+type Command struct {
+	Seq        int64  // arrival order, set by Enqueue
+	Root       string // the tree it is for
+	Key        string // the caller's idempotency key, if any
+	Payload    []byte // the command, as the engine encoded it
+	EnqueuedAt time.Time
+	Done       bool
+	Outcome    []byte // once Done: its result or error, as the engine encoded it
+	DoneAt     time.Time
+}
+
 // Filter selects processes for listing, ordered by ID.
 type Filter struct {
 	Definition  string
@@ -145,6 +164,18 @@ type Store interface {
 	ClaimTimers(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Timer, error)
 	// NextTimer returns the earliest due time of any timer (zero if none).
 	NextTimer(ctx context.Context) (time.Time, error)
+
+	// Enqueue appends c to the inbox of tree c.Root, in a transaction of its
+	// own, and sets c.Seq; ErrNotFound if there is no such tree.
+	Enqueue(ctx context.Context, c *Command) error
+	// Command reads an inbox command by Seq; ErrNotFound once purged.
+	Command(ctx context.Context, seq int64) (*Command, error)
+	// InboxRoots returns up to limit trees holding commands that are not
+	// done and were enqueued at or before before.
+	InboxRoots(ctx context.Context, before time.Time, limit int) ([]string, error)
+	// PurgeCommands deletes the done commands finished before before and
+	// returns how many it deleted.
+	PurgeCommands(ctx context.Context, before time.Time) (int, error)
 }
 
 // Tx is the inside of an Update.
@@ -160,6 +191,14 @@ type Tx interface {
 	// LockTree locks a process tree for the rest of the transaction,
 	// queueing behind other holders, and returns its TreeVersion.
 	LockTree(ctx context.Context, root string) (int64, error)
+	// TryLockTree locks a process tree and returns its TreeVersion if no
+	// other transaction holds it and its inbox is empty; else ErrBusy.
+	TryLockTree(ctx context.Context, root string) (int64, error)
+	// NextCommand returns the oldest command of the locked tree's inbox
+	// that is not done, nil if there is none.
+	NextCommand(ctx context.Context, root string) (*Command, error)
+	// FinishCommand marks an inbox command done with its outcome.
+	FinishCommand(ctx context.Context, seq int64, outcome []byte, at time.Time) error
 	// Tree reads the rows of a tree, as Store.Tree.
 	Tree(ctx context.Context, root string) ([]*Process, error)
 	// PutProcess inserts or replaces a process row.

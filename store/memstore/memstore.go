@@ -33,6 +33,7 @@ type Store struct {
 	uniques  map[string]string            // key\x00value -> process
 	uniqueOf map[string][]string          // process -> unique entries
 	keys     map[string][]byte
+	inbox    inbox
 	closed   bool
 	seq      int64
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/veena-wf/veena/internal/pgtest"
 	"github.com/veena-wf/veena/store"
@@ -48,7 +49,7 @@ func TestSchemaVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.Migrate(ctx, true)
-	if !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "database schema version 42 is newer than this Veena (1); upgrade Veena") {
+	if !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "database schema version 42 is newer than this Veena (") || !strings.Contains(err.Error(), "); upgrade Veena") {
 		t.Fatalf("newer schema: %v", err)
 	}
 	if err := s.Ready(ctx); !errors.Is(err, store.ErrSchema) {
@@ -75,5 +76,55 @@ func TestUnreachable(t *testing.T) {
 	}
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("unreachable server: want ErrUnavailable, have %v", err)
+	}
+}
+
+// TestTryLockTreeDoesNotWait: while another transaction holds a tree,
+// TryLockTree answers ErrBusy at once (the command then queues in the
+// inbox) and LockTree waits for the holder.
+func TestTryLockTreeDoesNotWait(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := open(t, pgtest.Schema(t))
+	defer s.Close()
+	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.PutProcess(ctx, &store.Process{ID: "r", Root: "r", ParentToken: -1, Definition: "d", Version: 1,
+			State: "executing", Env: []byte(`{}`), Snapshot: []byte(`{}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM processes WHERE id = 'r' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.TryLockTree(ctx, "r")
+		return err
+	})
+	if !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("try-lock of a held tree: %v, want ErrBusy", err)
+	}
+	locked := make(chan error, 1)
+	go func() {
+		locked <- s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.LockTree(ctx, "r")
+			return err
+		})
+	}()
+	select {
+	case err := <-locked:
+		t.Fatalf("LockTree did not wait for the holder: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-locked; err != nil {
+		t.Fatalf("LockTree after the holder committed: %v", err)
 	}
 }

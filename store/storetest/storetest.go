@@ -40,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"OneWriterPerTree", testOneWriter},
 		{"ConcurrentFailuresAreIsolated", testIsolatedFailures},
 		{"ConcurrentKeys", testConcurrentKeys},
+		{"Inbox", testInbox},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,201 @@
+package veena
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/veena-wf/veena/kernel"
+)
+
+// An op is a command on an existing process tree written as data, so that
+// it can wait in the tree's durable inbox and be applied there by any
+// engine. Every command but a start is one: completing, backtracking and
+// cancelling, patching an environment, an incoming event and a due timer.
+// Its arguments are checked before it is queued; what depends on the
+// state of the process is checked when it is applied.
+type op struct {
+	Kind    opKind `json:"kind"`
+	Process string `json:"process"`         // the process it is addressed to
+	Token   int    `json:"token,omitempty"` // node token index (complete, backtrack, token env, timer)
+
+	// Arcs are the arc names a completion takes ("" the default arcs); nil
+	// means the default arcs, an empty list no arc (so null and [] differ).
+	Arcs     []string          `json:"arcs"`
+	Env      map[string]*Value `json:"env,omitempty"`      // attributes to merge (nil removes one)
+	TokenSet *opTokenSet       `json:"tokenSet,omitempty"` // complete with a new token set
+	Match    map[string]string `json:"match,omitempty"`    // event: the context it matched
+	Node     string            `json:"node,omitempty"`     // event: the node whose token it completes
+}
+
+// opKind names what an op does.
+type opKind string
+
+const (
+	opComplete   opKind = "complete"
+	opBacktrack  opKind = "backtrack"
+	opCancel     opKind = "cancel"
+	opProcessEnv opKind = "process_env"
+	opTokenEnv   opKind = "token_env"
+	opEvent      opKind = "event"
+	opTimer      opKind = "timer"
+)
+
+type opTokenSet struct {
+	Arc       string             `json:"arc"`
+	Name      string             `json:"name"`
+	Count     int                `json:"count"`
+	Env       map[string]Value   `json:"env,omitempty"`
+	MemberEnv map[string][]Value `json:"memberEnv,omitempty"`
+}
+
+// outcome is what an op came to: the process afterwards (and, for a token
+// environment patch, the token's environment), nothing to do, or a refusal.
+// Idempotency records and finished inbox commands keep it as JSON.
+type outcome struct {
+	Process *Process         `json:"process,omitempty"`
+	Env     map[string]Value `json:"env,omitempty"`
+	None    bool             `json:"none,omitempty"`
+	Error   *outcomeError    `json:"error,omitempty"`
+}
+
+type outcomeError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// failure turns a command's error into the outcome the caller sees.
+func failure(err error) *outcome {
+	if errors.Is(err, errNoChange) {
+		return &outcome{None: true}
+	}
+	return &outcome{Error: &outcomeError{Code: Code(err), Message: err.Error()}}
+}
+
+// err is the outcome's refusal as an error, nil if it succeeded.
+func (o *outcome) err() error {
+	if o.Error == nil {
+		return nil
+	}
+	return &kernel.Error{Code: o.Error.Code, Msg: o.Error.Message}
+}
+
+// decodeOutcome reads an outcome; a record written before outcomes
+// existed holds the process alone.
+func decodeOutcome(b []byte) (*outcome, error) {
+	var o outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, err
+	}
+	if o.Process == nil && o.Env == nil && !o.None && o.Error == nil {
+		var p Process
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, err
+		}
+		if p.ID == "" {
+			return nil, fmt.Errorf("empty command outcome %s", b)
+		}
+		o.Process = &p
+	}
+	return &o, nil
+}
+
+// bind turns an op into the kernel part of its command. res receives the
+// token environment a token_env op returns.
+func (o *op) bind(res *outcome) commandFunc {
+	return func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+		p := t.root.Find(o.Process)
+		if p == nil {
+			return nil, notFound("process %s", o.Process)
+		}
+		switch o.Kind {
+		case opCancel:
+			return p, ke.Cancel(p)
+		case opProcessEnv:
+			applyPatch(p.Env, o.Env)
+			p.Dirty = true
+			return p, nil
+		case opEvent:
+			return p, o.event(ke, p)
+		case opTimer:
+			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
+				return nil, errNoChange
+			}
+			tok := p.NodeTokens[o.Token]
+			if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) {
+				return nil, errNoChange
+			}
+			return p, ke.ReevaluateDelayedToken(tok)
+		}
+		if o.Token < 0 || o.Token >= len(p.NodeTokens) {
+			return nil, notFound("node token %q", nodeTokenID(p.ID, o.Token))
+		}
+		tok := p.NodeTokens[o.Token]
+		switch o.Kind {
+		case opComplete:
+			return p, o.complete(ke, tok)
+		case opBacktrack:
+			_, err := ke.Backtrack(tok)
+			return p, err
+		case opTokenEnv:
+			applyTokenPatch(tok, o.Env)
+			p.Dirty = true
+			res.Env = tok.Env.Map()
+			return p, nil
+		}
+		return nil, invalid("unknown command %q", o.Kind)
+	}
+}
+
+func (o *op) complete(ke *kernel.Engine, t *kernel.NodeToken) error {
+	p := t.Process
+	id := nodeTokenID(p.ID, t.ID)
+	if p.State != kernel.Executing {
+		return &kernel.Error{Code: kernel.ErrProcessNotExecuting.Code, Msg: fmt.Sprintf("process %s is %s, not executing", p.ID, p.State)}
+	}
+	if t.Complete {
+		return &kernel.Error{Code: kernel.ErrTokenComplete.Code, Msg: fmt.Sprintf("node token %s is already complete", id)}
+	}
+	applyTokenPatch(t, o.Env)
+	if ts := o.TokenSet; ts != nil {
+		env := kernel.NewEnv()
+		for k, v := range ts.Env {
+			env.Set(k, v)
+		}
+		_, err := ke.CompleteWithNewTokenSet(t, ts.Arc, ts.Name, ts.Count, env, ts.MemberEnv)
+		return err
+	}
+	return ke.Complete(t, o.Arcs...)
+}
+
+// event completes the one active token an incoming event is for.
+func (o *op) event(ke *kernel.Engine, p *kernel.Process) error {
+	if p.State != kernel.Executing {
+		return notFound("executing process with context %v", sortedPairs(o.Match))
+	}
+	var found []*kernel.NodeToken
+	p.Walk(func(q *kernel.Process) {
+		if q.State != kernel.Executing {
+			return
+		}
+		for _, tok := range q.NodeTokens {
+			if tok.Active() && !tok.Complete && tok.GuardAction == kernel.Accept && (o.Node == "" || tok.Node.Name == o.Node) {
+				found = append(found, tok)
+			}
+		}
+	})
+	what := "an active token"
+	if o.Node != "" {
+		what = fmt.Sprintf("an active token on node %q", o.Node)
+	}
+	switch len(found) {
+	case 0:
+		return notFound("process %s: %s", p.ID, what)
+	case 1:
+	default:
+		return &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("process %s has %d candidates for %s", p.ID, len(found), what)}
+	}
+	applyPatch(p.Env, o.Env)
+	p.Dirty = true
+	return ke.Complete(found[0])
+}

@@ -1,0 +1,13 @@
+package veena
+
+import "context"
+
+// HoldTree takes a process tree's lock in this engine, as a running command
+// does, until the returned function is called: commands sent meanwhile
+// queue in the tree's inbox.
+func HoldTree(ctx context.Context, e *Engine, root string) (func(), error) {
+	return e.locks.lock(ctx, root)
+}
+
+// DrainAbandoned runs one round of the background loop's inbox work.
+func DrainAbandoned(ctx context.Context, e *Engine) { e.drainAbandoned(ctx) }

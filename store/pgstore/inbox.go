@@ -1,0 +1,101 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/internal/sqlstore"
+)
+
+// Enqueue appends a command to its tree's inbox.
+func (s *Store) Enqueue(ctx context.Context, c *store.Command) error {
+	err := s.pool.QueryRow(ctx, `INSERT INTO inbox (root_id, key, payload, enqueued_at)
+		SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM processes WHERE id = $1 AND root_id = id)
+		RETURNING seq`, c.Root, c.Key, c.Payload, c.EnqueuedAt.UnixNano()).Scan(&c.Seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("process %s: %w", c.Root, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("enqueue a command for %s: %w", c.Root, classify(err))
+	}
+	return nil
+}
+
+// Command reads an inbox command.
+func (s *Store) Command(ctx context.Context, seq int64) (*store.Command, error) {
+	c, err := sqlstore.ScanCommand(s.pool.QueryRow(ctx, `SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE seq = $1`, seq))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("command %d: %w", seq, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return c, nil
+}
+
+// InboxRoots returns trees with commands waiting since before.
+func (s *Store) InboxRoots(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT root_id FROM inbox WHERE NOT done AND enqueued_at <= $1 LIMIT $2`,
+		before.UnixNano(), max(limit, 1))
+	if err != nil {
+		return nil, classify(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, classify(err)
+}
+
+// PurgeCommands deletes done commands finished before before.
+func (s *Store) PurgeCommands(ctx context.Context, before time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM inbox WHERE done AND done_at < $1`, before.UnixNano())
+	if err != nil {
+		return 0, classify(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// TryLockTree locks the root row without waiting (NOWAIT) and checks the
+// inbox in the same statement.
+func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
+	t.b.Queue(`SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
+		FROM processes p WHERE p.id = $1 AND p.root_id = p.id FOR UPDATE OF p NOWAIT`, root)
+	var v int64
+	var busy bool
+	err := t.flush(ctx, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&v, &busy) })
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
+	case errors.As(err, &pe) && pe.Code == "55P03": // lock_not_available
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
+	case err != nil:
+		return 0, classify(err)
+	case busy:
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
+	}
+	return v, nil
+}
+
+func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, error) {
+	t.b.Queue(`SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE root_id = $1 AND NOT done ORDER BY seq LIMIT 1`, root)
+	var c *store.Command
+	err := t.flush(ctx, func(br pgx.BatchResults) error {
+		var err error
+		c, err = sqlstore.ScanCommand(br.QueryRow())
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return c, classify(err)
+}
+
+func (t *tx) FinishCommand(ctx context.Context, seq int64, outcome []byte, at time.Time) error {
+	t.b.Queue(`UPDATE inbox SET done = TRUE, outcome = $1, done_at = $2 WHERE seq = $3 AND NOT done`, outcome, at.UnixNano(), seq)
+	return nil
+}

@@ -1,0 +1,118 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/internal/sqlstore"
+)
+
+// Enqueue appends a command to its tree's inbox, through the writer.
+func (s *Store) Enqueue(ctx context.Context, c *store.Command) error {
+	return s.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		res, err := s.exec(ctx, `INSERT INTO inbox (root_id, key, payload, enqueued_at)
+			SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM processes WHERE id = ?1 AND root_id = id)`,
+			c.Root, c.Key, c.Payload, c.EnqueuedAt.UnixNano())
+		if err != nil {
+			return fmt.Errorf("enqueue a command for %s: %w", c.Root, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("process %s: %w", c.Root, store.ErrNotFound)
+		}
+		c.Seq, err = res.LastInsertId()
+		return err
+	})
+}
+
+// Command reads an inbox command.
+func (s *Store) Command(ctx context.Context, seq int64) (*store.Command, error) {
+	c, err := sqlstore.ScanCommand(s.rdb.QueryRowContext(ctx, `SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE seq = ?`, seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("command %d: %w", seq, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, readErr(err)
+	}
+	return c, nil
+}
+
+// InboxRoots returns trees with commands waiting since before.
+func (s *Store) InboxRoots(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT root_id FROM inbox WHERE done = 0 AND enqueued_at <= ? LIMIT ?`,
+		before.UnixNano(), max(limit, 1))
+	if err != nil {
+		return nil, readErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, readErr(err)
+		}
+		out = append(out, r)
+	}
+	return out, readErr(rows.Err())
+}
+
+// PurgeCommands deletes done commands finished before before.
+func (s *Store) PurgeCommands(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		res, err := s.exec(ctx, `DELETE FROM inbox WHERE done = 1 AND done_at < ?`, before.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// TryLockTree: the writer already holds every tree, so only the inbox can
+// make the tree busy.
+func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
+	v, err := t.LockTree(ctx, root)
+	if err != nil {
+		return 0, err
+	}
+	st, err := t.s.stmt(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE root_id = ? AND done = 0)`)
+	if err != nil {
+		return 0, err
+	}
+	var busy bool
+	if err := st.QueryRowContext(ctx, root).Scan(&busy); err != nil {
+		return 0, classify(err)
+	}
+	if busy {
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
+	}
+	return v, nil
+}
+
+func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, error) {
+	st, err := t.s.stmt(ctx, `SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE root_id = ? AND done = 0 ORDER BY seq LIMIT 1`)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sqlstore.ScanCommand(st.QueryRowContext(ctx, root))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return c, classify(err)
+}
+
+func (t *tx) FinishCommand(ctx context.Context, seq int64, outcome []byte, at time.Time) error {
+	res, err := t.s.exec(ctx, `UPDATE inbox SET done = 1, outcome = ?, done_at = ? WHERE seq = ? AND done = 0`, outcome, at.UnixNano(), seq)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("command %d is not waiting: %w", seq, store.ErrNotFound)
+	}
+	return nil
+}
