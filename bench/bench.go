@@ -2,7 +2,8 @@
 // workloads against engines on SQLite and PostgreSQL and reports
 // processes/s, commands/s, command latency, transactions per process and,
 // for comparison, the raw rate of one-row committed inserts at the same
-// concurrency on the same database.
+// concurrency on the same database. On PostgreSQL, given a worker command
+// (Config.Worker), every engine is a separate OS process (see Worker).
 package bench
 
 import (
@@ -14,7 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,10 +46,16 @@ type Config struct {
 	// Duration is how long each run measures (default 5 s).
 	Duration time.Duration
 	// Engines are the numbers of engines sharing the PostgreSQL database
-	// (default 1 and 3). Each engine has its own connection pool and cache,
-	// so they coordinate through the database only, as separate engine
-	// processes do.
+	// (default 1 and 3). With Worker set, each engine is a separate OS
+	// process (a worker) running its share of the clients; without it, the
+	// engines all run in this OS process, each with its own connection pool
+	// and cache, so that they still coordinate through the database only.
 	Engines []int
+	// Worker is the command (argv prefix) that starts one worker process of
+	// a PostgreSQL run: a program that calls Worker with its standard input
+	// and output, such as `veena bench worker`. Empty: the engines run in
+	// this OS process.
+	Worker []string
 	// GroupCommit are the modes to measure: false commits every command on
 	// its own, true lets concurrent commands share commits (SQLite's writer
 	// batches; on PostgreSQL, pgstore.Options.GroupCommit). Default: both.
@@ -82,6 +89,21 @@ type Result struct {
 	P99          time.Duration `json:"p99"`
 	TxPerProcess float64       `json:"transactionsPerProcess"`
 	RawCommitsPS float64       `json:"rawCommitsPerSecond"`
+	// EngineProcesses is the number of worker OS processes that ran the
+	// engines; 0 when they ran in the bench's own process.
+	EngineProcesses int `json:"engineProcesses"`
+	// Workers is what each worker process did (with EngineProcesses).
+	Workers []WorkerResult `json:"workers,omitempty"`
+}
+
+// WorkerResult is one worker process's share of a run.
+type WorkerResult struct {
+	Clients   int   `json:"clients"`
+	Processes int64 `json:"processes"`
+	Commands  int64 `json:"commands"`
+	Errors    int64 `json:"errors"`
+	// Commits is the number of transactions its store committed.
+	Commits int64 `json:"commits"`
 }
 
 // Report is every result of a Run.
@@ -103,6 +125,12 @@ func (r Report) WriteTable(w io.Writer) {
 			round(x.P50), round(x.P99), x.TxPerProcess, x.RawCommitsPS, ratio)
 	}
 	tw.Flush()
+	for _, x := range r.Results {
+		if x.Target == "postgres" && x.Engines > 1 && x.EngineProcesses == 0 {
+			fmt.Fprintln(w, "note: the PostgreSQL engines ran in one OS process (no worker command)")
+			break
+		}
+	}
 }
 
 func round(d time.Duration) string {
@@ -308,8 +336,22 @@ func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*datab
 
 func runOne(ctx context.Context, cfg Config, s setup, workload string, progress io.Writer) (Result, error) {
 	name := fmt.Sprintf("%s-%s-e%d-g%v", workload, s.target, s.engines, s.group)
-	label := fmt.Sprintf("%s on %s (engines %d, group commit %v, %d clients)", workload, s.target, s.engines, s.group, cfg.Concurrency)
+	where := ""
+	if s.target == "postgres" {
+		if len(cfg.Worker) > 0 {
+			where = fmt.Sprintf(" in %d OS processes", s.engines)
+			if s.engines == 1 {
+				where = " in a worker OS process"
+			}
+		} else {
+			where = " in one OS process"
+		}
+	}
+	label := fmt.Sprintf("%s on %s (engines %d%s, group commit %v, %d clients)", workload, s.target, s.engines, where, s.group, cfg.Concurrency)
 	fmt.Fprintf(progress, "== %s\n", label)
+	if s.target == "postgres" && len(cfg.Worker) > 0 {
+		return runWorkers(ctx, cfg, s, workload, progress)
+	}
 	db, err := openDatabase(ctx, cfg, s, name)
 	if err != nil {
 		return Result{}, err
@@ -341,38 +383,13 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 		commits0 = db.commits()
 	}
 	var live liveCounters
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Add(1)
-	go func() {
-		defer pwg.Done()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				el := time.Since(start).Seconds()
-				fmt.Fprintf(progress, "   %4.0fs  %8d processes  %9d commands  %8.0f commands/s\n",
-					el, live.processes.Load(), live.commands.Load(), float64(live.commands.Load())/el)
-			}
-		}
-	}()
+	stop := printProgress(progress, func() (int64, int64) { return live.processes.Load(), live.commands.Load() })
 	t := time.Now()
-	lat, errs := runClients(ctx, db.engines, w, cfg.Concurrency, cfg.Duration, &live)
+	lat, errs, _ := runClients(ctx, db.engines, w, cfg.Concurrency, cfg.Duration, &live)
 	res.Elapsed = time.Since(t)
-	close(stop)
-	pwg.Wait()
+	stop()
 	res.Processes, res.Commands, res.Errors = live.processes.Load(), live.commands.Load(), errs
-	secs := res.Elapsed.Seconds()
-	res.ProcessesPS, res.CommandsPS = float64(res.Processes)/secs, float64(res.Commands)/secs
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		res.P50 = lat[len(lat)/2]
-		res.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
-	}
+	res.summarize(lat)
 	if db.commits != nil && res.Processes > 0 {
 		res.TxPerProcess = float64(db.commits()-commits0) / float64(res.Processes)
 	}
@@ -383,12 +400,55 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 		}
 		res.RawCommitsPS = raw
 	}
+	return res, res.finish(progress)
+}
+
+// printProgress prints the counts that counts returns once a second, until
+// the function it returns is called (once or more).
+func printProgress(progress io.Writer, counts func() (processes, commands int64)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				el := time.Since(start).Seconds()
+				p, c := counts()
+				fmt.Fprintf(progress, "   %4.0fs  %8d processes  %9d commands  %8.0f commands/s\n", el, p, c, float64(c)/el)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+// summarize computes the rates and the latency percentiles (sorting lat).
+func (res *Result) summarize(lat []time.Duration) {
+	if secs := res.Elapsed.Seconds(); secs > 0 {
+		res.ProcessesPS, res.CommandsPS = float64(res.Processes)/secs, float64(res.Commands)/secs
+	}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		res.P50 = lat[len(lat)/2]
+		res.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+}
+
+// finish prints the result's summary and fails the run if every command failed.
+func (res *Result) finish(progress io.Writer) error {
 	fmt.Fprintf(progress, "   %.0f processes/s, %.0f commands/s, p50 %s, p99 %s, %.2f tx/process, raw %.0f commits/s, %d errors\n",
 		res.ProcessesPS, res.CommandsPS, round(res.P50), round(res.P99), res.TxPerProcess, res.RawCommitsPS, res.Errors)
 	if res.Errors > 0 && res.Commands == 0 {
-		return res, errors.New("every command failed")
+		return errors.New("every command failed")
 	}
-	return res, nil
+	return nil
 }
 
 type liveCounters struct {
@@ -396,8 +456,8 @@ type liveCounters struct {
 }
 
 // runClients runs clients until d has passed and returns every command's
-// latency and the number of failed processes.
-func runClients(ctx context.Context, engines []*veena.Engine, w workload, clients int, d time.Duration, live *liveCounters) ([]time.Duration, int64) {
+// latency, the number of failed processes and the first failure.
+func runClients(ctx context.Context, engines []*veena.Engine, w workload, clients int, d time.Duration, live *liveCounters) ([]time.Duration, int64, error) {
 	if live == nil {
 		live = &liveCounters{}
 	}
@@ -406,6 +466,7 @@ func runClients(ctx context.Context, engines []*veena.Engine, w workload, client
 	var mu sync.Mutex
 	var all []time.Duration
 	var errs atomic.Int64
+	var firstErr error
 	for c := range clients {
 		wg.Add(1)
 		go func() {
@@ -416,7 +477,11 @@ func runClients(ctx context.Context, engines []*veena.Engine, w workload, client
 				n, err := w.run(ctx, e, &lat)
 				live.commands.Add(int64(n))
 				if err != nil {
-					errs.Add(1)
+					if errs.Add(1) == 1 {
+						mu.Lock()
+						firstErr = err
+						mu.Unlock()
+					}
 					continue
 				}
 				live.processes.Add(1)
@@ -427,7 +492,7 @@ func runClients(ctx context.Context, engines []*veena.Engine, w workload, client
 		}()
 	}
 	wg.Wait()
-	return all, errs.Load()
+	return all, errs.Load(), firstErr
 }
 
 type workload struct {
@@ -578,13 +643,27 @@ func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx 
 	return float64(n.Load()) / time.Since(t).Seconds(), firstErr
 }
 
+// startParkedProcess starts the process of bench-wait that parking copies
+// (loading bench-wait, which the run's workload may not be).
+func startParkedProcess(ctx context.Context, e *veena.Engine) (*veena.Process, error) {
+	w := workloads["wait"]
+	if _, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati"); err != nil {
+		return nil, err
+	}
+	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: w.name})
+	if err != nil {
+		return nil, fmt.Errorf("start the process to copy: %w", err)
+	}
+	return p, nil
+}
+
 // parkPostgres fills the database with n waiting processes: it starts one
 // process of bench-wait and copies its rows (process and events) n times
 // in bulk.
 func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n int) error {
-	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "bench-wait"})
+	p, err := startParkedProcess(ctx, e)
 	if err != nil {
-		return fmt.Errorf("start the process to copy: %w", err)
+		return err
 	}
 	const chunk = 100000
 	for from := 1; from <= n; from += chunk {
@@ -608,9 +687,9 @@ func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n in
 
 // parkSQLite does the same on SQLite, through a second connection.
 func parkSQLite(ctx context.Context, e *veena.Engine, path string, n int) error {
-	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "bench-wait"})
+	p, err := startParkedProcess(ctx, e)
 	if err != nil {
-		return fmt.Errorf("start the process to copy: %w", err)
+		return err
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=60000")
 	if err != nil {

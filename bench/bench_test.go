@@ -1,13 +1,23 @@
 package bench_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/internal/pgtest"
+	"github.com/veena-wf/veena/internal/testutil"
 )
 
 // TestRun runs every workload briefly on memory, SQLite and PostgreSQL
@@ -48,5 +58,202 @@ func TestRun(t *testing.T) {
 	rep.WriteTable(&table)
 	if !strings.Contains(table.String(), "commands/s") || !strings.Contains(progress.String(), "== wait on sqlite-full") {
 		t.Errorf("report:\n%s\nprogress:\n%s", table.String(), progress.String())
+	}
+	// Without a worker command the PostgreSQL engines share this process,
+	// and the report says so.
+	if !strings.Contains(progress.String(), "engines 2 in one OS process") ||
+		!strings.Contains(table.String(), "ran in one OS process") {
+		t.Errorf("the in-process engines are not reported:\n%s\nprogress:\n%s", table.String(), progress.String())
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// veenaBinary builds cmd/veena once per test run.
+func veenaBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "veena-bench-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if binary, buildErr = testutil.BuildVeena(dir); buildErr != nil {
+			os.RemoveAll(dir)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
+
+// benchSchemas lists the schemas that bench runs left on the server.
+func benchSchemas(t *testing.T) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.URL())
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v (set VEENA_TEST_POSTGRES)", pgtest.URL(), err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'veena_bench_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// TestRunProcesses runs PostgreSQL with two engines in two worker OS
+// processes of the veena command and checks that both worked and that the
+// results were merged.
+func TestRunProcesses(t *testing.T) {
+	bin := veenaBinary(t)
+	before := benchSchemas(t)
+	var progress bytes.Buffer
+	rep, err := bench.Run(context.Background(), bench.Config{
+		Targets:     []string{"postgres"},
+		Workloads:   []string{"wait", "split10"},
+		Concurrency: 4,
+		Duration:    1500 * time.Millisecond,
+		Engines:     []int{2},
+		GroupCommit: []bool{false},
+		Parked:      100,
+		Worker:      []string{bin, "bench", "worker"},
+		PostgresURL: pgtest.URL(),
+	}, &progress)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d results, want 2\n%s", len(rep.Results), progress.String())
+	}
+	want := map[string]float64{"wait": 2, "split10": 11}
+	for _, r := range rep.Results {
+		if r.Commands == 0 || r.Processes == 0 || r.Errors != 0 {
+			t.Errorf("%s: %d processes, %d commands, %d errors", r.Workload, r.Processes, r.Commands, r.Errors)
+		}
+		if perProcess := float64(r.Commands) / float64(max(r.Processes, 1)); perProcess < want[r.Workload] || perProcess > want[r.Workload]+1 {
+			t.Errorf("%s: %.2f commands per process", r.Workload, perProcess)
+		}
+		if r.EngineProcesses != 2 || len(r.Workers) != 2 {
+			t.Fatalf("%s: %d engine processes, %d worker results", r.Workload, r.EngineProcesses, len(r.Workers))
+		}
+		var processes, commands, commits int64
+		for i, w := range r.Workers {
+			if w.Clients != 2 || w.Processes == 0 || w.Commands == 0 || w.Commits == 0 || w.Errors != 0 {
+				t.Errorf("%s: worker %d: %+v", r.Workload, i+1, w)
+			}
+			processes, commands, commits = processes+w.Processes, commands+w.Commands, commits+w.Commits
+		}
+		if processes != r.Processes || commands != r.Commands {
+			t.Errorf("%s: workers did %d processes and %d commands, the result says %d and %d",
+				r.Workload, processes, commands, r.Processes, r.Commands)
+		}
+		if tx := float64(commits) / float64(max(processes, 1)); r.TxPerProcess != tx || tx <= 0 {
+			t.Errorf("%s: %.2f tx/process, the workers' commits say %.2f", r.Workload, r.TxPerProcess, tx)
+		}
+		if r.P50 <= 0 || r.P99 < r.P50 || r.RawCommitsPS <= 0 || r.Elapsed < 1500*time.Millisecond {
+			t.Errorf("%s: p50 %v, p99 %v, raw rate %.0f, elapsed %v", r.Workload, r.P50, r.P99, r.RawCommitsPS, r.Elapsed)
+		}
+	}
+	p := progress.String()
+	for _, s := range []string{"== wait on postgres (engines 2 in 2 OS processes", "parking 100 processes", "2 engine processes ready", "commands/s"} {
+		if !strings.Contains(p, s) {
+			t.Errorf("progress lacks %q:\n%s", s, p)
+		}
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	if strings.Contains(table.String(), "one OS process") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	for name := range benchSchemas(t) {
+		if !before[name] {
+			t.Errorf("schema %s was not dropped", name)
+		}
+	}
+}
+
+// TestWorkerStopsWithoutParent checks that a worker process exits when its
+// standard input closes in the middle of a run, as when its parent dies.
+func TestWorkerStopsWithoutParent(t *testing.T) {
+	bin := veenaBinary(t)
+	schema := pgtest.Schema(t)
+	cmd := exec.Command(bin, "bench", "worker")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+		}
+	}()
+	spec, _ := json.Marshal(map[string]any{"postgresURL": pgtest.URL(), "schema": schema, "workload": "wait",
+		"clients": 2, "maxConns": 4, "duration": time.Hour, "warmup": 100 * time.Millisecond})
+	stdin.Write(append(spec, '\n'))
+	lines := bufio.NewScanner(stdout)
+	next := func() string {
+		if !lines.Scan() {
+			t.Fatalf("the worker said nothing more: %v\n%s", lines.Err(), stderr.String())
+		}
+		return lines.Text()
+	}
+	if l := next(); !strings.Contains(l, `"ready":true`) {
+		t.Fatalf("first line %s, want ready\n%s", l, stderr.String())
+	}
+	stdin.Write([]byte("go\n"))
+	if l := next(); !strings.Contains(l, `"progress"`) {
+		t.Fatalf("line %s, want progress", l)
+	}
+	t0 := time.Now()
+	stdin.Close()
+	go func() {
+		for lines.Scan() {
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Errorf("the orphaned worker exited with status 0")
+		}
+		t.Logf("the worker exited %v after its standard input closed: %v", time.Since(t0).Round(time.Millisecond), err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the worker still runs 20 s after its standard input closed\n%s", stderr.String())
 	}
 }

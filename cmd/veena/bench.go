@@ -45,6 +45,7 @@ func newBenchCmd() *cobra.Command {
 		engines     []int
 		groupCommit []string
 		asJSON      bool
+		inProcess   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -53,6 +54,10 @@ func newBenchCmd() *cobra.Command {
 --duration on each target database, and the report gives processes/s, commands/s,
 p50/p99 command latency, transactions per process and, for comparison, the raw
 rate of one-row committed inserts on the same database.
+
+On PostgreSQL each of the --engines engines is a separate OS process (this
+program, started again as a worker) sharing the database, with its share of
+the clients; --in-process runs them all in this process instead.
 
 'veena bench http' measures the HTTP API against the same workload through the Go API.`,
 		Args: cobra.NoArgs,
@@ -69,6 +74,13 @@ rate of one-row committed inserts on the same database.
 				}
 			}
 			progress := cmd.ErrOrStderr()
+			if !inProcess {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("veena bench: find this program to start the engine processes: %w (use --in-process)", err)
+				}
+				cfg.Worker = []string{exe, "bench", "worker"}
+			}
 			rep, err := bench.Run(cmd.Context(), cfg, progress)
 			if asJSON {
 				if jerr := printJSON(cmd.OutOrStdout(), rep); jerr != nil {
@@ -94,8 +106,27 @@ rate of one-row committed inserts on the same database.
 	f.StringVar(&cfg.PostgresURL, "postgres", "", "PostgreSQL server (default $VEENA_TEST_POSTGRES or the local test database)")
 	f.StringVar(&cfg.Dir, "dir", "", "directory for the SQLite files (default: a temporary one)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.AddCommand(newBenchHTTPCmd())
+	f.BoolVar(&inProcess, "in-process", false, "run the PostgreSQL engines in this OS process instead of one process each")
+	cmd.AddCommand(newBenchHTTPCmd(), newBenchWorkerCmd())
 	return cmd
+}
+
+// newBenchWorkerCmd is one engine process of a PostgreSQL run of veena
+// bench: it reads its assignment on standard input and reports on standard
+// output (see bench.Worker). It stops when its standard input closes.
+func newBenchWorkerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "worker",
+		Short:  "One engine process of veena bench (started by veena bench)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bench.Worker(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return fmt.Errorf("veena bench worker: %w", err)
+			}
+			return nil
+		},
+	}
 }
 
 func newBenchHTTPCmd() *cobra.Command {
