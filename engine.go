@@ -364,53 +364,68 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	}
 	var done *plan
 	var prev *outcome
-	err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		done, prev = nil, nil
-		if key != "" {
-			b, found, err := tx.Key(ctx, key)
-			if err != nil {
-				return err
-			}
-			if found {
-				if prev, err = decodeOutcome(b); err != nil {
-					return fmt.Errorf("idempotency key %q: %w", key, err)
-				}
-				return nil
-			}
-		}
-		p := early
-		if root != "" {
-			version, err := tx.TryLockTree(ctx, root)
-			if err != nil {
-				return err
-			}
-			if p == nil || p.err != nil || p.from != version {
-				rows, err := tx.Tree(ctx, root)
+	attempt := func(expect bool) error {
+		return e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			done, prev = nil, nil
+			if key != "" {
+				b, found, err := tx.Key(ctx, key)
 				if err != nil {
 					return err
 				}
-				t, err := e.decodeTree(ctx, rows, version)
+				if found {
+					if prev, err = decodeOutcome(b); err != nil {
+						return fmt.Errorf("idempotency key %q: %w", key, err)
+					}
+					return nil
+				}
+			}
+			p := early
+			switch {
+			case expect:
+				if err := tx.ExpectTree(ctx, root, p.from); err != nil {
+					return err
+				}
+			case root != "":
+				version, err := tx.TryLockTree(ctx, root)
 				if err != nil {
 					return err
 				}
-				p = e.run(t, fn)
+				if p == nil || p.err != nil || p.from != version {
+					rows, err := tx.Tree(ctx, root)
+					if err != nil {
+						return err
+					}
+					t, err := e.decodeTree(ctx, rows, version)
+					if err != nil {
+						return err
+					}
+					p = e.run(t, fn)
+				}
 			}
-		}
-		if p.err != nil {
-			return p.err
-		}
-		if err := p.apply(ctx, tx); err != nil {
-			return err
-		}
-		res.Process = p.result
-		if key != "" {
-			if err := putOutcome(ctx, tx, key, res); err != nil {
+			if p.err != nil {
+				return p.err
+			}
+			if err := p.apply(ctx, tx); err != nil {
 				return err
 			}
-		}
-		done = p
-		return nil
-	})
+			res.Process = p.result
+			if key != "" {
+				if err := putOutcome(ctx, tx, key, res); err != nil {
+					return err
+				}
+			}
+			done = p
+			return nil
+		})
+	}
+	// A command that ran on the cached tree only has to write, if the tree
+	// is still as cached; if not, it runs again on the stored tree.
+	expect := root != "" && early != nil && early.err == nil
+	err := attempt(expect)
+	if expect && errors.Is(err, store.ErrStale) {
+		early = nil
+		err = attempt(false)
+	}
 	if err != nil {
 		if errors.Is(err, errNoChange) {
 			return &outcome{None: true}, nil

@@ -37,6 +37,10 @@ var (
 	// ErrBusy: TryLockTree found the tree locked by another transaction, or
 	// commands waiting in its inbox; the command has to queue.
 	ErrBusy = errors.New("process tree busy")
+	// ErrStale: ExpectTree found the tree changed since the version the
+	// command ran on (or busy, or gone); the command has to run again on
+	// what is stored.
+	ErrStale = errors.New("process tree changed")
 )
 
 // Unavailable wraps a driver error as ErrUnavailable, keeping its message.
@@ -194,6 +198,12 @@ type Tx interface {
 	// TryLockTree locks a process tree and returns its TreeVersion if no
 	// other transaction holds it and its inbox is empty; else ErrBusy.
 	TryLockTree(ctx context.Context, root string) (int64, error)
+	// ExpectTree is TryLockTree for a command that already ran on the tree
+	// at version: it locks the tree if it is free and still at version.
+	// Otherwise the Update fails with ErrBusy, or ErrStale if the tree
+	// changed; a backend may find out only when the Update commits, so
+	// that the check costs no round trip of its own.
+	ExpectTree(ctx context.Context, root string, version int64) error
 	// NextCommand returns the oldest command of the locked tree's inbox
 	// that is not done, nil if there is none.
 	NextCommand(ctx context.Context, root string) (*Command, error)

@@ -85,6 +85,14 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 	return v, nil
 }
 
+func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
+	v, err := t.TryLockTree(ctx, root)
+	if err == nil && v != version {
+		err = fmt.Errorf("process %s is at version %d, not %d: %w", root, v, version, store.ErrStale)
+	}
+	return err
+}
+
 func (t *tx) NextCommand(_ context.Context, root string) (*store.Command, error) {
 	t.s.mu.RLock()
 	defer t.s.mu.RUnlock()

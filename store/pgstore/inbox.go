@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/internal/sqlstore"
@@ -67,18 +66,26 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 	var v int64
 	var busy bool
 	err := t.flush(ctx, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&v, &busy) })
-	var pe *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
-	case errors.As(err, &pe) && pe.Code == "55P03": // lock_not_available
-		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
 	case err != nil:
 		return 0, classify(err)
 	case busy:
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
 	}
 	return v, nil
+}
+
+// ExpectTree queues a statement that locks the root row without waiting
+// and divides by zero unless the tree is at version with an empty inbox:
+// it reaches the server with the command's writes and COMMIT, and its
+// error (mapped to ErrStale or ErrBusy) aborts them.
+func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
+	t.b.Queue(`SELECT 1 / count(*)::int FROM (SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id
+		AND p.tree_version = $2 AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
+		FOR UPDATE OF p NOWAIT) AS expected`, root, version)
+	return nil
 }
 
 func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, error) {

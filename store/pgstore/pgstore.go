@@ -143,6 +143,10 @@ func classify(err error) error {
 		switch {
 		case pe.Code == "23505":
 			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		case pe.Code == "22012": // ExpectTree's division by zero
+			return fmt.Errorf("%w: %w", store.ErrStale, err)
+		case pe.Code == "55P03": // lock_not_available: a NOWAIT lock was held
+			return fmt.Errorf("%w: %w", store.ErrBusy, err)
 		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"), strings.HasPrefix(pe.Code, "57P"),
 			pe.Code == "25006", pe.Code == "58030":
 			return store.Unavailable("postgresql", err)
@@ -381,9 +385,13 @@ func (s *Store) runGroup(batch []*request) {
 		savepoint := t.flushes > 0
 		t.b = &pgx.Batch{} // what the failed Update queued is never sent
 		if savepoint {
-			t.b.Queue("ROLLBACK TO cmd")
-			t.b.Queue("RELEASE cmd")
-			if err := t.flush(ctx, nil); err != nil {
+			// The simple protocol: an aborted transaction refuses to
+			// prepare anything but its way out.
+			_, err := conn.Exec(ctx, "ROLLBACK TO cmd", pgx.QueryExecModeSimpleProtocol)
+			if err == nil {
+				_, err = conn.Exec(ctx, "RELEASE cmd", pgx.QueryExecModeSimpleProtocol)
+			}
+			if err != nil {
 				// The transaction is lost: so is every Update in it.
 				t.rollback()
 				for j := range batch {

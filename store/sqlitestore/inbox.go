@@ -94,6 +94,14 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 	return v, nil
 }
 
+func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
+	v, err := t.TryLockTree(ctx, root)
+	if err == nil && v != version {
+		err = fmt.Errorf("process %s is at version %d, not %d: %w", root, v, version, store.ErrStale)
+	}
+	return err
+}
+
 func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, error) {
 	st, err := t.s.stmt(ctx, `SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE root_id = ? AND done = 0 ORDER BY seq LIMIT 1`)
 	if err != nil {
