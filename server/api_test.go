@@ -39,6 +39,7 @@ func TestAPI(t *testing.T) {
 		{"concurrent completes", testConcurrentCompletes},
 		{"operations", testOperations},
 		{"conflict", testConflict},
+		{"incoming events", testIncomingEvents},
 	}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -739,6 +740,167 @@ func testConflict(t *testing.T, e *env) {
 	e.get("/api/v1/processes").decode(t, &page)
 	if len(page.Items) != 1 {
 		t.Fatalf("a refused start made a process: %d", len(page.Items))
+	}
+}
+
+// testIncomingEvents checks POST /api/v1/events: delivery by context to the
+// one matching process, the refusals, bad bodies and idempotent retries.
+func testIncomingEvents(t *testing.T, e *env) {
+	e.load(defABv2) // A -> B -> C, all wait nodes
+	start := func(context string) veena.Process {
+		t.Helper()
+		r := e.post("/api/v1/processes", `{"definition": "ab", "context": `+context+`}`)
+		e.want(r, http.StatusCreated, "")
+		var p veena.Process
+		r.decode(t, &p)
+		return p
+	}
+	p1 := start(`{"order": "o-1", "tenant": "t"}`)
+	p2 := start(`{"order": "o-2", "tenant": "t"}`)
+	send := func(body, key string) *response {
+		t.Helper()
+		r := req{method: "POST", path: "/api/v1/events", body: body}
+		if key != "" {
+			r.header = map[string]string{"Idempotency-Key": key}
+		}
+		return e.do(r)
+	}
+	// nodes returns "NODE:C" or "NODE:I" (complete, incomplete) per node token.
+	nodes := func(id string) string {
+		t.Helper()
+		var out []string
+		for _, tk := range e.history(id).NodeTokens {
+			st := "I"
+			if tk.Complete {
+				st = "C"
+			}
+			out = append(out, tk.Node+":"+st)
+		}
+		return strings.Join(out, " ")
+	}
+
+	// process decodes an answer (afresh: decoding into a used Process would
+	// merge the maps).
+	process := func(r *response) veena.Process {
+		t.Helper()
+		var p veena.Process
+		r.decode(t, &p)
+		return p
+	}
+
+	// Delivered to the process that matches, and to it only: its token on A
+	// is completed and env merged into the process environment.
+	r := send(`{"match": {"order": "o-2"}, "env": {"paid": true, "amount": 120, "note": "via event"}}`, "")
+	e.want(r, http.StatusOK, "")
+	got := process(r)
+	if got.ID != p2.ID || got.State != "executing" || got.Context["order"] != "o-2" {
+		t.Fatalf("event answered %s", r.body)
+	}
+	if env := mustJSON(got.Env); env != `{"amount":120,"note":"via event","paid":true}` {
+		t.Fatalf("env after the event %s", env)
+	}
+	if h := nodes(p2.ID); h != "A:C B:I" {
+		t.Fatalf("process o-2 after the event: %s", h)
+	}
+	if h := nodes(p1.ID); h != "A:I" {
+		t.Fatalf("the event for o-2 changed o-1: %s", h)
+	}
+	r = e.get("/api/v1/processes/" + p2.ID + "/env")
+	e.want(r, http.StatusOK, "")
+	if string(r.body) != "{\"amount\":120,\"note\":\"via event\",\"paid\":true}\n" {
+		t.Fatalf("stored env %s", r.body)
+	}
+	// null removes an attribute; several pairs must all match.
+	r = send(`{"match": {"order": "o-2", "tenant": "t"}, "node": "B", "env": {"note": null}}`, "")
+	e.want(r, http.StatusOK, "")
+	got = process(r)
+	if got.ID != p2.ID || mustJSON(got.Env) != `{"amount":120,"paid":true}` || nodes(p2.ID) != "A:C B:C C:I" {
+		t.Fatalf("second event: %s, tokens %s", r.body, nodes(p2.ID))
+	}
+
+	// No executing process matches: 404.
+	e.want(send(`{"match": {"order": "nope"}}`, ""), http.StatusNotFound, "not_found")
+	e.want(send(`{"match": {"order": "o-1", "tenant": "other"}}`, ""), http.StatusNotFound, "not_found")
+	// The process matches but has no active token on the node: 404.
+	e.want(send(`{"match": {"order": "o-1"}, "node": "B"}`, ""), http.StatusNotFound, "not_found")
+	// Two processes match: 409, and neither is touched.
+	e.want(send(`{"match": {"tenant": "t"}}`, ""), http.StatusConflict, "conflict")
+	if h := nodes(p1.ID); h != "A:I" {
+		t.Fatalf("refused events changed o-1: %s", h)
+	}
+	if h := nodes(p2.ID); h != "A:C B:C C:I" {
+		t.Fatalf("refused events changed o-2: %s", h)
+	}
+	// A process that is no longer executing is not matched.
+	e.want(e.post("/api/v1/processes/"+p2.ID+"/cancel", ""), http.StatusOK, "")
+	r = send(`{"match": {"tenant": "t"}, "node": "A"}`, "")
+	e.want(r, http.StatusOK, "")
+	if got = process(r); got.ID != p1.ID || nodes(p1.ID) != "A:C B:I" {
+		t.Fatalf("event after o-2 was canceled: %s, tokens %s", r.body, nodes(p1.ID))
+	}
+
+	// Bad bodies: 400 naming the field (415 for another media type).
+	for _, c := range []struct {
+		body, ctype, code, field string
+		status                   int
+	}{
+		{`{"match": {}}`, "", "invalid_argument", "match", 400},
+		{`{"match": null}`, "", "invalid_argument", "match", 400},
+		{`{"node": "A"}`, "", "invalid_argument", "match", 400},
+		{`{}`, "", "invalid_argument", "match", 400},
+		{``, "application/json", "invalid_argument", "body", 400},
+		{`{"match": "o-1"}`, "", "invalid_argument", "match", 400},
+		{`{"match": ["order", "o-1"]}`, "", "invalid_argument", "match", 400},
+		{`{"match": {"order": 1}}`, "", "invalid_argument", "match.order", 400},
+		{`{"match": {"order": null}}`, "", "invalid_argument", "match.order", 400},
+		{`{"match": {"order": true}}`, "", "invalid_argument", "match.order", 400},
+		{`{"match": {"": "o-1"}}`, "", "invalid_argument", "match", 400},
+		{`{"match": {"order": "o-1"}, "node": 5}`, "", "invalid_argument", "node", 400},
+		{`{"match": {"order": "o-1"}, "nod": "A"}`, "", "invalid_argument", "nod", 400},
+		{`{"match": {"order": "o-1"}, "env": {"x": [1]}}`, "", "invalid_argument", "env attribute \"x\"", 400},
+		{`{"match": {"order": "o-1"}, "env": {"x": {"y": 1}}}`, "", "invalid_argument", "env attribute \"x\"", 400},
+		{`{"match": {"order": "o-1"}, "env": []}`, "", "invalid_argument", "env", 400},
+		{`[{"match": {"order": "o-1"}}]`, "", "invalid_argument", "body", 400},
+		{`{"match": {"order": "o-1"}`, "", "invalid_json", "", 400},
+		{`{"match": {"order": "o-1"}} {}`, "", "invalid_json", "", 400},
+		{`{"match": {"order": "o-1"}}`, "text/plain", "unsupported_media_type", "", 415},
+	} {
+		r := e.do(req{method: "POST", path: "/api/v1/events", body: c.body, ctype: c.ctype})
+		if r.status != c.status {
+			t.Errorf("POST /api/v1/events %s: %d, want %d: %s", c.body, r.status, c.status, r.body)
+			continue
+		}
+		p := r.problem(t)
+		if p.Code != c.code {
+			t.Errorf("POST /api/v1/events %s: code %q, want %q", c.body, p.Code, c.code)
+		}
+		if !strings.Contains(p.Detail, c.field) {
+			t.Errorf("POST /api/v1/events %s: detail %q does not name %s", c.body, p.Detail, c.field)
+		}
+	}
+	if h := nodes(p1.ID); h != "A:C B:I" {
+		t.Fatalf("bad events changed o-1: %s", h)
+	}
+
+	// A retry with the same Idempotency-Key answers the first result and
+	// completes no second token; without the key the event runs again.
+	first := send(`{"match": {"order": "o-1"}, "env": {"step": 1}}`, "ev-1")
+	e.want(first, http.StatusOK, "")
+	if h := nodes(p1.ID); h != "A:C B:C C:I" {
+		t.Fatalf("after the keyed event: %s", h)
+	}
+	again := send(`{"match": {"order": "o-1"}, "env": {"step": 1}}`, "ev-1")
+	e.want(again, http.StatusOK, "")
+	if string(again.body) != string(first.body) {
+		t.Fatalf("the retry answered\n%s\nnot the first result\n%s", again.body, first.body)
+	}
+	if h := nodes(p1.ID); h != "A:C B:C C:I" {
+		t.Fatalf("a retried event completed another token: %s", h)
+	}
+	r = send(`{"match": {"order": "o-1"}, "env": {"step": 2}}`, "ev-2")
+	e.want(r, http.StatusOK, "")
+	if got = process(r); got.State != "completed" || mustJSON(got.Env) != `{"step":2}` {
+		t.Fatalf("the next event: %s", r.body)
 	}
 }
 

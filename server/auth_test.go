@@ -64,7 +64,7 @@ func TestAccessControl(t *testing.T) {
 	e.want(operator(loadDef), http.StatusForbidden, "forbidden")
 	e.want(admin(loadDef), http.StatusCreated, "")
 
-	// Start, complete, backtrack, cancel, env patches: operator and admin.
+	// Start, complete, backtrack, cancel, env patches, events: operator and admin.
 	start := req{method: "POST", path: "/api/v1/processes", body: `{"definition":"ab"}`}
 	e.want(viewer(start), http.StatusForbidden, "forbidden")
 	r := operator(start)
@@ -81,6 +81,7 @@ func TestAccessControl(t *testing.T) {
 		{method: "POST", path: "/api/v1/processes/" + p.ID + "/cancel", body: "{}"},
 		{method: "PATCH", path: "/api/v1/processes/" + p.ID + "/env", body: `{"x":1}`},
 		{method: "PATCH", path: "/api/v1/node-tokens/" + a + "/env", body: `{"x":1}`},
+		{method: "POST", path: "/api/v1/events", body: `{"match":{"x":"y"}}`},
 	} {
 		e.want(viewer(w), http.StatusForbidden, "forbidden")
 	}
@@ -95,6 +96,8 @@ func TestAccessControl(t *testing.T) {
 		e.want(viewer(req{method: "GET", path: path}), http.StatusOK, "")
 	}
 	e.want(operator(req{method: "POST", path: "/api/v1/node-tokens/" + a + "/complete", body: "{}"}), http.StatusOK, "")
+	// Events are an operator's: past the role check, no process matches.
+	e.want(operator(req{method: "POST", path: "/api/v1/events", body: `{"match":{"x":"y"}}`}), http.StatusNotFound, "not_found")
 
 	// ?access_token= works on the event stream only.
 	e.token = ""

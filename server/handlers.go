@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,6 +177,56 @@ func attrValue(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// pairs is a JSON object of context pairs (correlation keys and values).
+// Every value must be a JSON string: a number, boolean or null is refused,
+// naming the key, rather than read as "" or converted.
+type pairs map[string]string
+
+func (p *pairs) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*p = nil
+		return nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[map[string]string]()}
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(pairs, len(raw))
+	for k, v := range raw {
+		var s string
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return &json.UnmarshalTypeError{Value: jsonKind(v), Type: reflect.TypeFor[string](), Field: k}
+		}
+		out[k] = s
+	}
+	*p = out
+	return nil
+}
+
+// jsonKind names the kind of a JSON value for an error message.
+func jsonKind(v []byte) string {
+	v = bytes.TrimSpace(v)
+	switch {
+	case len(v) == 0:
+		return "nothing"
+	case v[0] == '{':
+		return "object"
+	case v[0] == '[':
+		return "array"
+	case v[0] == '"':
+		return "string"
+	case string(v) == "null":
+		return "null"
+	case string(v) == "true", string(v) == "false":
+		return "bool"
+	}
+	return "number"
+}
+
 // ---- definitions
 
 // formats are the values of ?format= ("" sniffs the format).
@@ -324,10 +375,10 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 
 // StartBody is the body of POST /api/v1/processes.
 type StartBody struct {
-	Definition string            `json:"definition"`
-	Version    int               `json:"version,omitempty"`
-	Env        attrs             `json:"env,omitempty"`
-	Context    map[string]string `json:"context,omitempty"`
+	Definition string `json:"definition"`
+	Version    int    `json:"version,omitempty"`
+	Env        attrs  `json:"env,omitempty"`
+	Context    pairs  `json:"context,omitempty"`
 }
 
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
@@ -463,7 +514,7 @@ func (s *Server) getEnv(w http.ResponseWriter, r *http.Request, read func(ctx co
 
 // patchEnv serves PATCH …/{id}/env: it merges the body's attributes with
 // patch (null removes one) and answers the environment that results.
-func (s *Server) patchEnv(w http.ResponseWriter, r *http.Request, patch func(ctx context.Context, id string, attrs map[string]any) (map[string]veena.Value, error)) {
+func (s *Server) patchEnv(w http.ResponseWriter, r *http.Request, patch func(ctx context.Context, id string, attrs map[string]any, idempotencyKey string) (map[string]veena.Value, error)) {
 	var body attrs
 	if !s.decodeJSON(w, r, &body, false) {
 		return
@@ -473,7 +524,7 @@ func (s *Server) patchEnv(w http.ResponseWriter, r *http.Request, patch func(ctx
 		badRequest(w, "%v", err)
 		return
 	}
-	env, err := patch(r.Context(), r.PathValue("id"), values)
+	env, err := patch(r.Context(), r.PathValue("id"), values, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -579,4 +630,50 @@ func (s *Server) getTokenEnv(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) patchTokenEnv(w http.ResponseWriter, r *http.Request) {
 	s.patchEnv(w, r, s.cfg.Engine.PatchTokenEnv)
+}
+
+// ---- incoming events
+
+// EventBody is the body of POST /api/v1/events: an event for the one
+// executing process whose context holds every pair of Match.
+type EventBody struct {
+	Match pairs  `json:"match"`
+	Node  string `json:"node,omitempty"`
+	Env   attrs  `json:"env,omitempty"`
+}
+
+// sendEvent delivers an incoming event by context: the body's env is merged
+// into the matching process's environment and its active token (on node,
+// if given) is completed. It answers 200 with that process.
+func (s *Server) sendEvent(w http.ResponseWriter, r *http.Request) {
+	var body EventBody
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	if len(body.Match) == 0 {
+		badRequest(w, "match: at least one context pair (an object of strings) is required to find the process")
+		return
+	}
+	for k := range body.Match {
+		if k == "" {
+			badRequest(w, "match: a context key must not be empty")
+			return
+		}
+	}
+	env, err := body.Env.values("env")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	p, err := s.cfg.Engine.SendEvent(r.Context(), veena.EventRequest{
+		Match:          body.Match,
+		Node:           body.Node,
+		Env:            env,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }

@@ -144,6 +144,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		{"StartRequest", server.StartBody{}, true},
 		{"CompleteRequest", server.CompleteBody{}, true},
 		{"TokenSetRequest", server.TokenSetBody{}, true},
+		{"EventRequest", server.EventBody{}, true},
 	}
 	for _, c := range cases {
 		s, ok := doc.Comps.Schemas[c.schema]

@@ -36,12 +36,13 @@ type Engine interface {
 	Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]veena.Event, error)
 	Subscribe(processID string) (<-chan veena.Event, func())
 	ProcessEnv(ctx context.Context, id string) (map[string]veena.Value, error)
-	PatchProcessEnv(ctx context.Context, id string, patch map[string]any) (map[string]veena.Value, error)
+	PatchProcessEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]veena.Value, error)
 	NodeToken(ctx context.Context, id string) (*veena.NodeToken, error)
 	CompleteToken(ctx context.Context, id string, req veena.CompleteRequest) (*veena.Process, error)
 	Backtrack(ctx context.Context, tokenID, idempotencyKey string) (*veena.Process, error)
 	TokenEnv(ctx context.Context, id string) (map[string]veena.Value, error)
-	PatchTokenEnv(ctx context.Context, id string, patch map[string]any) (map[string]veena.Value, error)
+	PatchTokenEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]veena.Value, error)
+	SendEvent(ctx context.Context, req veena.EventRequest) (*veena.Process, error)
 	Ready(ctx context.Context) error
 }
 
@@ -131,6 +132,8 @@ func New(cfg Config) *Server {
 	s.handle("POST", "/api/v1/node-tokens/{id}/backtrack", auth.RoleOperator, s.backtrack)
 	s.handle("GET", "/api/v1/node-tokens/{id}/env", auth.RoleViewer, s.getTokenEnv)
 	s.handle("PATCH", "/api/v1/node-tokens/{id}/env", auth.RoleOperator, s.patchTokenEnv)
+
+	s.handle("POST", "/api/v1/events", auth.RoleOperator, s.sendEvent)
 
 	s.handle("GET", "/api/v1/whoami", auth.RoleViewer, s.whoami)
 	s.handle("GET", "/api/v1/openapi.json", auth.RoleNone, s.openapi)

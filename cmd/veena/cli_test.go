@@ -132,6 +132,120 @@ func TestClientCommands(t *testing.T) {
 	}
 }
 
+// TestEventCommands runs processes start --context and events send in
+// process against a server.
+func TestEventCommands(t *testing.T) {
+	ctx := context.Background()
+	eng, err := veena.Open(ctx, veena.Options{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ts := httptest.NewServer(server.New(server.Config{Engine: eng, Loopback: true}))
+	defer ts.Close()
+	file := t.TempDir() + "/abc.wf.xml"
+	writeFile(t, file, `<?xml version="1.0"?>
+<process-definition name="abc" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc to="B"/></node>
+  <node name="B" type="wait"><arc to="C"/></node>
+  <node name="C" type="wait"/>
+</process-definition>
+`)
+	veenaCmd := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(ctx, append(args, "--url", ts.URL), strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	if out, errOut, code := veenaCmd("definitions", "load", file); code != 0 {
+		t.Fatalf("load: %d %s %s", code, out, errOut)
+	}
+	start := func(pairs ...string) veena.Process {
+		t.Helper()
+		args := []string{"processes", "start", "abc", "-o", "json"}
+		for _, p := range pairs {
+			args = append(args, "--context", p)
+		}
+		out, errOut, code := veenaCmd(args...)
+		var p veena.Process
+		if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
+			t.Fatalf("start: %d %s %s", code, out, errOut)
+		}
+		return p
+	}
+	// nodes lists a process's node tokens as NODE:C (complete) or NODE:I.
+	nodes := func(id string) string {
+		t.Helper()
+		h, err := eng.Tokens(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tk := range h.NodeTokens {
+			st := "I"
+			if tk.Complete {
+				st = "C"
+			}
+			out = append(out, tk.Node+":"+st)
+		}
+		return strings.Join(out, " ")
+	}
+	p1 := start("order=o-1", "tenant=t")
+	p2 := start("order=o-2", "tenant=t")
+	if p1.Context["order"] != "o-1" || p1.Context["tenant"] != "t" || p2.Context["order"] != "o-2" {
+		t.Fatalf("contexts %v %v", p1.Context, p2.Context)
+	}
+	if out, _, _ := veenaCmd("processes", "show", p1.ID); !strings.Contains(out, "context:    order=o-1, tenant=t") {
+		t.Fatalf("processes show lacks the context:\n%s", out)
+	}
+
+	// The event goes to o-2 only: its token on A completes, env is merged.
+	out, errOut, code := veenaCmd("events", "send", "--match", "order=o-2", "--env", "paid=true", "--env", "amount=120", "-o", "json")
+	var got veena.Process
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("events send: %d %s %s", code, out, errOut)
+	}
+	if got.ID != p2.ID || !got.Env["paid"].BoolValue() || nodes(p2.ID) != "A:C B:I" || nodes(p1.ID) != "A:I" {
+		t.Fatalf("event delivered as %s; o-1 %s, o-2 %s", out, nodes(p1.ID), nodes(p2.ID))
+	}
+	// Text output shows the process; --node picks the token; pairs all match.
+	out, errOut, code = veenaCmd("events", "send", "--match", "order=o-1", "--match", "tenant=t", "--node", "A")
+	if code != 0 || !strings.Contains(out, "Process "+p1.ID) || !strings.Contains(out, "active node tokens") || nodes(p1.ID) != "A:C B:I" {
+		t.Fatalf("events send --node A: %d %s %s", code, out, errOut)
+	}
+
+	// Refusals.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--match", "tenant=t"}, "(conflict)"},
+		{[]string{"--match", "order=nope"}, "(not_found)"},
+		{[]string{"--match", "order=o-1", "--node", "C"}, "(not_found)"},
+		{nil, "at least one --match"},
+		{[]string{"--match", "order"}, "want KEY=VALUE"},
+		{[]string{"--match", "order=o-1", "--match", "order=o-2"}, "given twice"},
+	} {
+		_, errOut, code := veenaCmd(append([]string{"events", "send"}, c.args...)...)
+		if code != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("events send %v: %d %q, want %q", c.args, code, errOut, c.want)
+		}
+	}
+	if _, errOut, code := veenaCmd("processes", "start", "abc", "--context", "=x"); code != 1 || !strings.Contains(errOut, "--context") {
+		t.Errorf("start --context =x: %d %s", code, errOut)
+	}
+	if nodes(p1.ID) != "A:C B:I" || nodes(p2.ID) != "A:C B:I" {
+		t.Fatalf("refused events changed processes: o-1 %s, o-2 %s", nodes(p1.ID), nodes(p2.ID))
+	}
+
+	// A retry with the same idempotency key prints the first result and
+	// completes no second token.
+	first, _, code := veenaCmd("events", "send", "--match", "order=o-2", "--idempotency-key", "ev-1", "-o", "json")
+	again, _, code2 := veenaCmd("events", "send", "--match", "order=o-2", "--idempotency-key", "ev-1", "-o", "json")
+	if code != 0 || code2 != 0 || first != again || nodes(p2.ID) != "A:C B:C C:I" {
+		t.Fatalf("retried event: %d %d\n%s\n%s\ntokens %s", code, code2, first, again, nodes(p2.ID))
+	}
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

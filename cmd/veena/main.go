@@ -1,6 +1,6 @@
 // Command veena is Veena's command line: `veena serve` runs the durable
 // engine behind the HTTP API and the web console; the other commands are
-// clients of that API (definitions, processes, tokens), manage access tokens
+// clients of that API (definitions, processes, tokens, events), manage access tokens
 // (token), check and run definitions offline (check, run) and measure the
 // server (bench).
 package main
@@ -73,6 +73,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   veena serve                          run the engine, the HTTP API and the web console
   veena definitions load order.wf.xml  load a definition into the running server
   veena processes start order          start a process
+  veena events send --match order=o-1  deliver an event to the process whose context matches
 
 Client commands talk to --url (VEENA_URL, default http://` + DefaultAddr + `)
 with the access token --token (VEENA_TOKEN).`,
@@ -88,6 +89,7 @@ with the access token --token (VEENA_TOKEN).`,
 		newDefinitionsCmd(),
 		newProcessesCmd(),
 		newTokensCmd(),
+		newEventsCmd(),
 		newAccessTokenCmd(),
 		newWhoamiCmd(),
 		newCheckCmd(),

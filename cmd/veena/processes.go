@@ -57,6 +57,7 @@ func newProcessesCmd() *cobra.Command {
 
 	var (
 		startEnv     []string
+		startContext []string
 		startVersion int
 		startKey     string
 		startOut     outputFlag
@@ -77,12 +78,19 @@ func newProcessesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ctxm, err := parsePairs("context", startContext)
+			if err != nil {
+				return err
+			}
 			body := map[string]any{"definition": args[0]}
 			if startVersion > 0 {
 				body["version"] = startVersion
 			}
 			if envm != nil {
 				body["env"] = envm
+			}
+			if ctxm != nil {
+				body["context"] = ctxm
 			}
 			p, err := c.command(cmd.Context(), "/api/v1/processes", body, startKey)
 			if err != nil {
@@ -92,6 +100,7 @@ func newProcessesCmd() *cobra.Command {
 		},
 	}
 	start.Flags().StringArrayVar(&startEnv, "env", nil, "process attribute NAME=VALUE, repeatable")
+	start.Flags().StringArrayVar(&startContext, "context", nil, "context pair KEY=VALUE that incoming events (veena events send --match) find the process by, repeatable")
 	start.Flags().IntVar(&startVersion, "version", 0, "definition version (default: the latest)")
 	start.Flags().StringVar(&startKey, "idempotency-key", "", "a key that makes a retry of this start return the first result")
 	startOut.add(start)
@@ -302,6 +311,9 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 	fmt.Fprintf(out, "  state:      %s\n", p.State)
 	if p.ParentToken != nil {
 		fmt.Fprintf(out, "  parent:     node token %s\n", *p.ParentToken)
+	}
+	if len(p.Context) > 0 {
+		fmt.Fprintf(out, "  context:    %s\n", formatPairs(p.Context))
 	}
 	fmt.Fprintf(out, "  created:    %s\n  updated:    %s\n", stamp(p.CreatedAt), stamp(p.UpdatedAt))
 	if len(p.Env) > 0 {
