@@ -61,7 +61,7 @@ func (s *Store) PurgeCommands(ctx context.Context, before time.Time) (int, error
 // TryLockTree locks the root row without waiting (NOWAIT) and checks the
 // inbox in the same statement.
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
-	t.b.Queue(`SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
+	t.queue(`SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
 		FROM processes p WHERE p.id = $1 AND p.root_id = p.id FOR UPDATE OF p NOWAIT`, root)
 	var v int64
 	var busy bool
@@ -82,14 +82,14 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 // it reaches the server with the command's writes and COMMIT, and its
 // error (mapped to ErrStale or ErrBusy) aborts them.
 func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
-	t.b.Queue(`SELECT 1 / count(*)::int FROM (SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id
+	t.queue(`SELECT 1 / count(*)::int FROM (SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id
 		AND p.tree_version = $2 AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
 		FOR UPDATE OF p NOWAIT) AS expected`, root, version)
 	return nil
 }
 
 func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, error) {
-	t.b.Queue(`SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE root_id = $1 AND NOT done ORDER BY seq LIMIT 1`, root)
+	t.queue(`SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE root_id = $1 AND NOT done ORDER BY seq LIMIT 1`, root)
 	var c *store.Command
 	err := t.flush(ctx, func(br pgx.BatchResults) error {
 		var err error
@@ -103,6 +103,6 @@ func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, erro
 }
 
 func (t *tx) FinishCommand(ctx context.Context, seq int64, outcome []byte, at time.Time) error {
-	t.b.Queue(`UPDATE inbox SET done = TRUE, outcome = $1, done_at = $2 WHERE seq = $3 AND NOT done`, outcome, at.UnixNano(), seq)
+	t.queue(`UPDATE inbox SET done = TRUE, outcome = $1, done_at = $2 WHERE seq = $3 AND NOT done`, outcome, at.UnixNano(), seq)
 	return nil
 }

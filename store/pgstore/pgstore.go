@@ -48,7 +48,7 @@ type Options struct {
 	// each still succeeds or fails alone). 0 or 1: every Update commits alone.
 	GroupCommit int
 	// Committers is the number of connections committing groups at once
-	// (default 8); only with GroupCommit.
+	// (default 2: one group in flight while the next gathers); only with GroupCommit.
 	Committers int
 }
 
@@ -100,7 +100,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if s.group > 1 {
 		n := opts.Committers
 		if n <= 0 {
-			n = 8
+			n = 2
 		}
 		s.reqs = make(chan *request, 1024)
 		s.quit = make(chan struct{})
@@ -256,13 +256,13 @@ func (s *Store) update(ctx context.Context, fn func(context.Context, store.Tx) e
 		return classify(err)
 	}
 	defer conn.Release()
-	t := &tx{conn: conn, b: &pgx.Batch{}}
-	t.b.Queue("BEGIN")
+	t := newTx(conn)
+	t.queue("BEGIN")
 	if err := fn(ctx, t); err != nil {
 		t.rollback()
 		return t.classify(err)
 	}
-	t.b.Queue("COMMIT")
+	t.queue("COMMIT")
 	if err := t.flush(ctx, nil); err != nil {
 		t.rollback()
 		return t.classify(err)
@@ -339,124 +339,194 @@ func (s *Store) committer() {
 	}
 }
 
-// runGroup runs a group of Updates in one transaction, each inside a
-// savepoint: a failed one is rolled back alone, the others commit together.
+// runGroup runs a group of Updates in one transaction, sent in as few
+// pipelines as they allow: an Update that only writes (its tree checked
+// with ExpectTree) adds its statements to the pipeline that ends with
+// COMMIT, so a group of them costs one round trip. An Update that has to
+// read gets a savepoint before its first read, so that it can fail alone.
+// If a statement of an Update without a savepoint fails, the transaction
+// is lost: that Update gets the error and the others run again alone.
 func (s *Store) runGroup(batch []*request) {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
-	finish := func(all error) {
+	answered := make([]bool, len(batch)) // failed for good; the others commit with the group or run again
+	finish := func() {
 		for i, r := range batch {
-			if all != nil && errs[i] == nil {
-				errs[i] = all
-			}
 			r.done <- errs[i]
 		}
 	}
+	// lost ends a group whose transaction is lost: every Update not yet
+	// answered runs again, in a transaction of its own.
+	lost := func() {
+		for i, r := range batch {
+			if !answered[i] {
+				if errs[i] = r.ctx.Err(); errs[i] == nil {
+					errs[i] = s.update(r.ctx, r.fn)
+				}
+			}
+		}
+		finish()
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		finish(classify(err))
+		for i := range errs {
+			errs[i] = classify(err)
+		}
+		finish()
 		return
 	}
 	defer conn.Release()
-	t := &tx{conn: conn, b: &pgx.Batch{}}
-	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
-		finish(t.classify(err))
-		return
-	}
-	t.sent = true
+	t := newTx(conn)
+	t.queue("BEGIN")
 	ok := 0
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
+			errs[i], answered[i] = err, true
 			continue
 		}
-		t.b.Queue("SAVEPOINT cmd")
-		t.flushes = 0
+		t.begin(i)
 		err := r.fn(r.ctx, t)
 		if err == nil {
-			t.b.Queue("RELEASE cmd")
-			err = t.flush(ctx, nil)
-		}
-		if err == nil {
+			if t.savepoint {
+				t.queue("RELEASE cmd")
+			}
 			ok++
 			continue
 		}
-		errs[i] = t.classify(err)
-		savepoint := t.flushes > 0
-		t.b = &pgx.Batch{} // what the failed Update queued is never sent
-		if savepoint {
-			// The simple protocol: an aborted transaction refuses to
-			// prepare anything but its way out.
-			_, err := conn.Exec(ctx, "ROLLBACK TO cmd", pgx.QueryExecModeSimpleProtocol)
-			if err == nil {
-				_, err = conn.Exec(ctx, "RELEASE cmd", pgx.QueryExecModeSimpleProtocol)
+		if t.failed != nil && (t.failedOwner != i || !t.savepoint) {
+			// A statement of an Update without a savepoint (this one or
+			// an earlier one) failed: the transaction is lost.
+			t.rollback()
+			if j := t.failedOwner; j >= 0 {
+				errs[j], answered[j] = t.classify(t.failed), true
 			}
-			if err != nil {
-				// The transaction is lost: so is every Update in it.
+			lost()
+			return
+		}
+		// The Update failed alone: undo what it sent, drop what it queued.
+		errs[i], answered[i] = t.classify(err), true
+		t.b.QueuedQueries = t.b.QueuedQueries[:t.start]
+		t.owners = t.owners[:t.start]
+		if t.savepoint {
+			_, rerr := conn.Exec(ctx, "ROLLBACK TO cmd", pgx.QueryExecModeSimpleProtocol)
+			if rerr == nil {
+				_, rerr = conn.Exec(ctx, "RELEASE cmd", pgx.QueryExecModeSimpleProtocol)
+			}
+			if rerr != nil {
 				t.rollback()
-				for j := range batch {
-					if errs[j] == nil {
-						errs[j] = t.classify(err)
-					}
-				}
-				finish(nil)
+				lost()
 				return
 			}
 		}
 	}
+	t.begin(-1)
 	if ok == 0 {
 		t.rollback()
-		finish(nil)
+		finish()
 		return
 	}
-	t.b.Queue("COMMIT")
+	t.queue("COMMIT")
 	if err := t.flush(ctx, nil); err != nil {
 		t.rollback()
-		finish(t.classify(err))
+		if j := t.failedOwner; j >= 0 {
+			// One Update's write failed: it gets the error, the others
+			// run again.
+			errs[j], answered[j] = t.classify(err), true
+			lost()
+			return
+		}
+		for i := range batch {
+			if !answered[i] {
+				errs[i] = t.classify(err)
+			}
+		}
+		finish()
 		return
 	}
 	s.updates.Add(int64(ok))
 	s.commits.Add(1)
-	finish(nil)
+	finish()
 }
 
 // tx queues statements and sends them in one pipeline when a result is
-// needed or the transaction commits.
+// needed or the transaction commits. In a group it remembers which Update
+// queued each statement, to know whose statement failed.
 type tx struct {
-	conn    *pgxpool.Conn
-	b       *pgx.Batch
-	sent    bool // BEGIN has reached the server
-	flushes int  // pipelines sent (in a group: since the current savepoint)
+	conn   *pgxpool.Conn
+	b      *pgx.Batch
+	owners []int // the Update (index in the group) that queued each statement; -1: the group's own
+	sent   bool  // BEGIN has reached the server
+
+	group     bool
+	cur       int  // the Update running (group), -1 between them
+	start     int  // where its statements start in b
+	savepoint bool // it has a savepoint
+
+	failed      error // the first statement that failed, and whose it was
+	failedOwner int
+}
+
+func newTx(conn *pgxpool.Conn) *tx {
+	return &tx{conn: conn, b: &pgx.Batch{}, cur: -1, failedOwner: -1}
+}
+
+// begin marks the start of Update i of a group (-1: the group's own
+// statements).
+func (t *tx) begin(i int) {
+	t.group = true
+	t.cur, t.start, t.savepoint = i, t.b.Len(), false
+	t.failed, t.failedOwner = nil, -1
+}
+
+func (t *tx) queue(sql string, args ...any) {
+	t.b.Queue(sql, args...)
+	t.owners = append(t.owners, t.cur)
 }
 
 // flush sends the queued statements. If last is set, it reads the result
-// of the last one; the others must succeed.
+// of the last one; the others must succeed. In a group, an Update's first
+// flush puts a savepoint before its statements.
 func (t *tx) flush(ctx context.Context, last func(pgx.BatchResults) error) error {
 	n := t.b.Len()
 	if n == 0 {
 		return nil
 	}
+	if t.group && t.cur >= 0 && !t.savepoint {
+		t.savepoint = true
+		sp := &pgx.QueuedQuery{SQL: "SAVEPOINT cmd"}
+		t.b.QueuedQueries = slices.Insert(t.b.QueuedQueries, t.start, sp)
+		t.owners = slices.Insert(t.owners, t.start, t.cur)
+		n++
+	}
+	owners := t.owners
 	br := t.conn.SendBatch(ctx, t.b)
-	t.b = &pgx.Batch{}
+	t.b, t.owners, t.start = &pgx.Batch{}, nil, 0
 	t.sent = true
-	t.flushes++
+	fail := func(k int, err error) error {
+		br.Close()
+		if !errors.Is(err, pgx.ErrNoRows) && t.failed == nil {
+			t.failed, t.failedOwner = err, owners[k]
+		}
+		return err
+	}
 	plain := n
 	if last != nil {
 		plain--
 	}
-	for range plain {
+	for k := range plain {
 		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
+			return fail(k, err)
 		}
 	}
 	if last != nil {
 		if err := last(br); err != nil {
-			br.Close()
-			return err
+			return fail(n-1, err)
 		}
 	}
-	return br.Close()
+	if err := br.Close(); err != nil {
+		return fail(n-1, err)
+	}
+	return nil
 }
 
 // classify also treats any failure that closed the connection as the
@@ -488,7 +558,7 @@ func (t *tx) rollback() {
 }
 
 func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
-	t.b.Queue(`INSERT INTO idempotency (key) VALUES ($1) ON CONFLICT DO NOTHING`, key)
+	t.queue(`INSERT INTO idempotency (key) VALUES ($1) ON CONFLICT DO NOTHING`, key)
 	var inserted int64
 	err := t.flush(ctx, func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
@@ -509,12 +579,12 @@ func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
 }
 
 func (t *tx) PutKey(ctx context.Context, key string, result []byte) error {
-	t.b.Queue(`INSERT INTO idempotency (key, result) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET result = excluded.result`, key, result)
+	t.queue(`INSERT INTO idempotency (key, result) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET result = excluded.result`, key, result)
 	return nil
 }
 
 func (t *tx) LockTree(ctx context.Context, root string) (int64, error) {
-	t.b.Queue(`SELECT tree_version FROM processes WHERE id = $1 AND root_id = id FOR UPDATE`, root)
+	t.queue(`SELECT tree_version FROM processes WHERE id = $1 AND root_id = id FOR UPDATE`, root)
 	var v int64
 	err := t.flush(ctx, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&v) })
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -549,7 +619,7 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	if err != nil {
 		return err
 	}
-	t.b.Queue(`INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+	t.queue(`INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
 		p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
@@ -558,32 +628,32 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 }
 
 func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
-	t.b.Queue(`UPDATE processes SET tree_version = $1 WHERE id = $2`, v, root)
+	t.queue(`UPDATE processes SET tree_version = $1 WHERE id = $2`, v, root)
 	return nil
 }
 
 func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
 	for _, group := range store.GroupEvents(evs) {
 		data := store.EncodeEvents(group)
-		t.b.Queue(`INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+		t.queue(`INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
 			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data)
 	}
 	return nil
 }
 
 func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.Timer) error {
-	t.b.Queue(`DELETE FROM timers WHERE process_id = $1`, process)
+	t.queue(`DELETE FROM timers WHERE process_id = $1`, process)
 	for _, tm := range timers {
-		t.b.Queue(`INSERT INTO timers (process_id, token, root_id, due_at) VALUES ($1, $2, $3, $4)`,
+		t.queue(`INSERT INTO timers (process_id, token, root_id, due_at) VALUES ($1, $2, $3, $4)`,
 			tm.Process, tm.Token, tm.Root, tm.DueAt.UnixNano())
 	}
 	return nil
 }
 
 func (t *tx) PutContext(ctx context.Context, process string, c map[string]string, unique []string) error {
-	t.b.Queue(`DELETE FROM contexts WHERE process_id = $1`, process)
+	t.queue(`DELETE FROM contexts WHERE process_id = $1`, process)
 	for k, v := range c {
-		t.b.Queue(`INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, slices.Contains(unique, k))
+		t.queue(`INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, slices.Contains(unique, k))
 	}
 	// A unique value already taken must fail here, where the caller can
 	// tell what went wrong, not at commit.
@@ -598,7 +668,7 @@ func (t *tx) PutContext(ctx context.Context, process string, c map[string]string
 }
 
 func (t *tx) DropContext(ctx context.Context, process string) error {
-	t.b.Queue(`DELETE FROM contexts WHERE process_id = $1`, process)
+	t.queue(`DELETE FROM contexts WHERE process_id = $1`, process)
 	return nil
 }
 
