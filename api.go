@@ -338,6 +338,20 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 	if err != nil {
 		return nil, err
 	}
+	// A retry finds its first result even once no process matches any more
+	// (the event may have completed the one it went to).
+	if req.IdempotencyKey != "" {
+		prev, err := e.recorded(ctx, req.IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil {
+			if err := prev.err(); err != nil {
+				return nil, err
+			}
+			return prev.Process, nil
+		}
+	}
 	ids, err := e.store.FindByContext(ctx, req.Match, 2)
 	if err != nil {
 		return nil, storeError("find process by context", err)

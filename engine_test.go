@@ -582,3 +582,64 @@ func TestPanickingNodeType(t *testing.T) {
 		t.Fatalf("%d processes after a failed start", len(page.Items))
 	}
 }
+
+// TestIdempotentPatchesAndEvents: environment patches and incoming events
+// take idempotency keys too; a retry answers the first result and changes
+// nothing, even once the event's process no longer matches.
+func TestIdempotentPatchesAndEvents(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		e := open(t, b.place(t)(), veena.Options{})
+		defer e.Close()
+		load(t, e, "split")
+		p := start(t, e, veena.StartRequest{Definition: "split", Context: map[string]string{"order": "o1"}})
+
+		first, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"n": 1}, "pe-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"n": 2}, "pe-2"); err != nil {
+			t.Fatal(err)
+		}
+		again, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"n": 1}, "pe-1")
+		if err != nil || again["n"].String() != first["n"].String() || again["n"].String() != "1" {
+			t.Fatalf("retried process env patch answered %v, %v; want the first answer %v", again, err, first)
+		}
+		if env, _ := e.ProcessEnv(ctx, p.ID); env["n"].String() != "2" {
+			t.Fatalf("retried process env patch changed the env: %v", env)
+		}
+
+		a := one(t, e, p.ID, "a")
+		tfirst, err := e.PatchTokenEnv(ctx, a, map[string]any{"m": "x"}, "te-1")
+		if err != nil || tfirst["m"].String() != "x" {
+			t.Fatalf("token env patch: %v, %v", tfirst, err)
+		}
+		if _, err := e.PatchTokenEnv(ctx, a, map[string]any{"m": "y"}, "te-2"); err != nil {
+			t.Fatal(err)
+		}
+		tagain, err := e.PatchTokenEnv(ctx, a, map[string]any{"m": "x"}, "te-1")
+		if err != nil || tagain["m"].String() != "x" {
+			t.Fatalf("retried token env patch answered %v, %v; want the first answer", tagain, err)
+		}
+		if env, _ := e.TokenEnv(ctx, a); env["m"].String() != "y" {
+			t.Fatalf("retried token env patch changed the env: %v", env)
+		}
+
+		ev := veena.EventRequest{Match: map[string]string{"order": "o1"}, Node: "a", IdempotencyKey: "ev-1"}
+		r1, err := e.SendEvent(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.CancelProcess(ctx, p.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing matches any more; the retry still gets its first answer.
+		r2, err := e.SendEvent(ctx, ev)
+		if err != nil || r2.ID != r1.ID || r2.State != r1.State || !r2.UpdatedAt.Equal(r1.UpdatedAt) {
+			t.Fatalf("retried event answered %+v, %v; want %+v", r2, err, r1)
+		}
+		ev.IdempotencyKey = "ev-2"
+		_, err = e.SendEvent(ctx, ev)
+		wantCode(t, err, "not_found")
+	})
+}

@@ -213,6 +213,31 @@ func putOutcome(ctx context.Context, tx store.Tx, key string, out *outcome) erro
 	return tx.PutKey(ctx, key, b)
 }
 
+// errLookedUp ends the transaction of a look-up that must not reserve its key.
+var errLookedUp = errors.New("looked up")
+
+// recorded returns the outcome recorded under an idempotency key, nil if
+// no command has used it.
+func (e *Engine) recorded(ctx context.Context, key string) (*outcome, error) {
+	var prev *outcome
+	err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		b, found, err := tx.Key(ctx, key)
+		if err != nil {
+			return err
+		}
+		if found {
+			if prev, err = decodeOutcome(b); err != nil {
+				return fmt.Errorf("idempotency key %q: %w", key, err)
+			}
+		}
+		return errLookedUp // keep no reservation of the key
+	})
+	if err != nil && !errors.Is(err, errLookedUp) {
+		return nil, storeError("look up an idempotency key", err)
+	}
+	return prev, nil
+}
+
 // drainAbandoned applies the commands that have waited in inboxes longer
 // than inboxGrace (their callers are gone), and forgets finished commands
 // older than inboxKeep.
