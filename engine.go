@@ -514,6 +514,7 @@ func (p *plan) prepare() error {
 			rec.TreeVersion = t.version
 			rootSeen = true
 		}
+		_, rec.Stored = t.before[q.ID]
 		p.records = append(p.records, rec)
 		for i := range q.Events {
 			p.storeEv = append(p.storeEv, storeEvent(&q.Events[i]))

@@ -81,6 +81,9 @@ type Process struct {
 	UpdatedAt   time.Time
 	// TreeVersion counts the commits to the tree; kept on the root only.
 	TreeVersion int64
+	// Stored tells PutProcess the row exists already, so that it may
+	// update its changing columns instead of inserting or replacing it.
+	Stored bool
 }
 
 // Event is one stored execution event. NodeToken and ArcToken are token

@@ -619,6 +619,12 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	if err != nil {
 		return err
 	}
+	if p.Stored {
+		t.queue(`UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
+			tree_version = $7, context = $8 WHERE id = $1`,
+			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c)
+		return nil
+	}
 	t.queue(`INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentFailuresAreIsolated", testIsolatedFailures},
 		{"ConcurrentKeys", testConcurrentKeys},
 		{"Inbox", testInbox},
+		{"StoredRewrite", testStoredRewrite},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
