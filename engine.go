@@ -70,6 +70,8 @@ type Engine struct {
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
 
+	lastPurge time.Time // of finished inbox commands, by the background loop
+
 	runMu   sync.Mutex
 	stop    context.CancelFunc
 	done    chan struct{}

@@ -239,8 +239,9 @@ func (e *Engine) recorded(ctx context.Context, key string) (*outcome, error) {
 }
 
 // drainAbandoned applies the commands that have waited in inboxes longer
-// than inboxGrace (their callers are gone), and forgets finished commands
-// older than inboxKeep.
+// than inboxGrace (their callers are gone), and once a minute forgets
+// finished commands older than inboxKeep. Only the background loop (and
+// tests) call it.
 func (e *Engine) drainAbandoned(ctx context.Context) {
 	now := e.clock()
 	roots, err := e.store.InboxRoots(ctx, now.Add(-inboxGrace), 50)
@@ -255,8 +256,11 @@ func (e *Engine) drainAbandoned(ctx context.Context) {
 			e.log.Warn("veena: apply queued commands", "process", root, "err", err)
 		}
 	}
+	if now.Sub(e.lastPurge) < time.Minute {
+		return
+	}
+	e.lastPurge = now
 	if _, err := e.store.PurgeCommands(ctx, now.Add(-inboxKeep)); err != nil && ctx.Err() == nil {
 		e.log.Warn("veena: purge finished commands", "err", err)
 	}
 }
-
