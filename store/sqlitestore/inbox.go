@@ -74,21 +74,22 @@ func (s *Store) PurgeCommands(ctx context.Context, before time.Time) (int, error
 }
 
 // TryLockTree: the writer already holds every tree, so only the inbox can
-// make the tree busy.
+// make the tree busy. One statement reads the version and the inbox.
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
-	v, err := t.LockTree(ctx, root)
+	st, err := t.s.stmt(ctx, `SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND i.done = 0)
+		FROM processes p WHERE p.id = ? AND p.root_id = p.id`)
 	if err != nil {
 		return 0, err
 	}
-	st, err := t.s.stmt(ctx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE root_id = ? AND done = 0)`)
-	if err != nil {
-		return 0, err
-	}
+	var v int64
 	var busy bool
-	if err := st.QueryRowContext(ctx, root).Scan(&busy); err != nil {
+	err = st.QueryRowContext(ctx, root).Scan(&v, &busy)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
+	case err != nil:
 		return 0, classify(err)
-	}
-	if busy {
+	case busy:
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
 	}
 	return v, nil
