@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -516,8 +517,11 @@ func (p *plan) prepare() error {
 			rec.TreeVersion = t.version
 			rootSeen = true
 		}
-		_, rec.Stored = t.before[q.ID]
+		if b, ok := t.before[q.ID]; ok {
+			rec.StoredState = b.state.String()
+		}
 		p.records = append(p.records, rec)
+		p.storeEv = slices.Grow(p.storeEv, len(q.Events))
 		for i := range q.Events {
 			p.storeEv = append(p.storeEv, storeEvent(&q.Events[i]))
 		}

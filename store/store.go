@@ -81,9 +81,11 @@ type Process struct {
 	UpdatedAt   time.Time
 	// TreeVersion counts the commits to the tree; kept on the root only.
 	TreeVersion int64
-	// Stored tells PutProcess the row exists already, so that it may
-	// update its changing columns instead of inserting or replacing it.
-	Stored bool
+	// StoredState, when the engine knows the row exists, is the state it
+	// has in the store ("" for a new row): PutProcess may then update the
+	// changing columns in place, leaving the state index alone when the
+	// state stays.
+	StoredState string
 }
 
 // Event is one stored execution event. NodeToken and ArcToken are token

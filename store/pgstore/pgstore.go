@@ -619,7 +619,7 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	if err != nil {
 		return err
 	}
-	if p.Stored {
+	if p.StoredState != "" {
 		t.queue(`UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
 			tree_version = $7, context = $8 WHERE id = $1`,
 			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c)

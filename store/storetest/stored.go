@@ -7,7 +7,7 @@ import (
 	"github.com/veena-wf/veena/store"
 )
 
-// testStoredRewrite: a row put with Stored set (the engine knows it
+// testStoredRewrite: a row put with its StoredState (the engine knows it
 // exists) takes the new state, environments, snapshot, event sequence,
 // update time, tree version and context, and keeps the rest.
 func testStoredRewrite(t *testing.T, s store.Store) {
@@ -16,7 +16,7 @@ func testStoredRewrite(t *testing.T, s store.Store) {
 	p.Context = map[string]string{"k": "v"}
 	put(t, s, p)
 	q := *p
-	q.Stored = true
+	q.StoredState = p.State
 	q.State, q.Env, q.Snapshot, q.EventSeq = "completed", []byte(`{"a":2}`), []byte(`{"q":2}`), 7
 	q.UpdatedAt, q.TreeVersion, q.Context = t0.Add(time.Minute), 3, map[string]string{"k": "w"}
 	q.Definition, q.Version = "ignored", 99 // not what a rewrite changes

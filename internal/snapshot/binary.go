@@ -1,0 +1,454 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/veena-wf/veena/kernel"
+)
+
+// The binary snapshot holds what the JSON snapshot holds (the snapshot
+// struct) in a fraction of the bytes: a command rewrites the row of every
+// process it changes, and smaller rows mean fewer database pages written
+// per command (on SQLite, rows small enough to stay clear of overflow
+// pages). Encode writes it; Decode reads it and the JSON snapshots written
+// before it, which start with '{'.
+//
+// After binaryTag: the sequence number; the token environments (a count,
+// then each as the length and bytes of its JSON object); the node tokens
+// (a count, then each as a uvarint of flags saying which optional fields
+// follow, the node and sequence numbers, then the fields flagged, in the
+// order of nodeFlag's constants); the arc tokens likewise; the token sets
+// (a count, then each as its name, maximum member index, level, set
+// environment and member environments, an environment being the length
+// and bytes of its JSON object, length 0 for none); the listeners (a
+// count, then each as its name and mask). Integers are signed varints,
+// counts, flags, lengths and masks uvarints, names a length and bytes.
+const binaryTag = 0x01
+
+// Which optional fields of a node token follow.
+const (
+	nodeCompleteSeq = 1 << iota
+	nodeParents
+	nodeChildren
+	nodeGuard
+	nodeExec
+	nodeComplete
+	nodeCreated
+	nodeCompleted
+	nodeEnv
+	nodeSets
+	nodeDelayUntil
+	nodeDelayCount
+)
+
+// Which optional fields of an arc token follow.
+const (
+	arcPending = 1 << iota
+	arcComplete
+	arcExec
+	arcSets
+	arcCreated
+	arcCompleted
+)
+
+func flag(on bool, f uint64) uint64 {
+	if on {
+		return f
+	}
+	return 0
+}
+
+func appendVarint(b []byte, v int64) []byte { return binary.AppendVarint(b, v) }
+
+func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
+func appendBytes(b []byte, x []byte) []byte {
+	b = appendUvarint(b, uint64(len(x)))
+	return append(b, x...)
+}
+
+func appendName(b []byte, s string) []byte {
+	b = appendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendArcIDs(b []byte, as []*kernel.ArcToken) []byte {
+	b = appendUvarint(b, uint64(len(as)))
+	for _, a := range as {
+		b = appendVarint(b, int64(a.ID))
+	}
+	return b
+}
+
+func appendMemberships(b []byte, ms []kernel.Membership) []byte {
+	b = appendUvarint(b, uint64(len(ms)))
+	for _, m := range ms {
+		b = appendVarint(b, int64(m.Set.ID))
+		b = appendVarint(b, int64(m.Member))
+	}
+	return b
+}
+
+// appendEnvJSON appends an environment as the length and bytes of its
+// JSON object, length 0 if it has no attributes.
+func appendEnvJSON(b []byte, e *kernel.Env) ([]byte, error) {
+	if e.Len() == 0 {
+		return append(b, 0), nil
+	}
+	j, err := appendEnvMap(nil, e)
+	if err != nil {
+		return nil, err
+	}
+	return appendBytes(b, j), nil
+}
+
+// appendBinary appends the binary snapshot of p to b.
+func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
+	base := p.CreatedAt.UnixNano()
+	envs, envJSON, err := tokenEnvs(p)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, binaryTag)
+	b = appendVarint(b, p.Seq)
+	b = appendUvarint(b, uint64(len(envJSON)))
+	for _, e := range envJSON {
+		b = appendBytes(b, e)
+	}
+	b = appendUvarint(b, uint64(len(p.NodeTokens)))
+	for i, t := range p.NodeTokens {
+		created, completed := offset(base, t.CreatedAt), optOffset(base, t.CompletedAt)
+		du := unixNano(t.DelayUntil)
+		env := 0
+		if envs != nil {
+			env = envs[i]
+		}
+		f := flag(t.CompleteSeq != 0, nodeCompleteSeq) | flag(len(t.Parents) > 0, nodeParents) |
+			flag(len(t.Children) > 0, nodeChildren) | flag(t.GuardAction != 0, nodeGuard) |
+			flag(t.ExecType != 0, nodeExec) | flag(t.Complete, nodeComplete) | flag(created != 0, nodeCreated) |
+			flag(completed != 0, nodeCompleted) | flag(env != 0, nodeEnv) | flag(len(t.Sets) > 0, nodeSets) |
+			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount)
+		b = appendUvarint(b, f)
+		b = appendVarint(b, int64(t.Node.Index))
+		b = appendVarint(b, t.Seq)
+		if f&nodeCompleteSeq != 0 {
+			b = appendVarint(b, t.CompleteSeq)
+		}
+		if f&nodeParents != 0 {
+			b = appendArcIDs(b, t.Parents)
+		}
+		if f&nodeChildren != 0 {
+			b = appendArcIDs(b, t.Children)
+		}
+		if f&nodeGuard != 0 {
+			b = appendVarint(b, int64(uint8(t.GuardAction)))
+		}
+		if f&nodeExec != 0 {
+			b = appendVarint(b, int64(uint8(t.ExecType)))
+		}
+		if f&nodeCreated != 0 {
+			b = appendVarint(b, created)
+		}
+		if f&nodeCompleted != 0 {
+			b = appendVarint(b, completed)
+		}
+		if f&nodeEnv != 0 {
+			b = appendVarint(b, int64(env))
+		}
+		if f&nodeSets != 0 {
+			b = appendMemberships(b, t.Sets)
+		}
+		if f&nodeDelayUntil != 0 {
+			b = appendVarint(b, du)
+		}
+		if f&nodeDelayCount != 0 {
+			b = appendVarint(b, int64(t.DelayCount))
+		}
+	}
+	b = appendUvarint(b, uint64(len(p.ArcTokens)))
+	for _, a := range p.ArcTokens {
+		created, completed := offset(base, a.CreatedAt), optOffset(base, a.CompletedAt)
+		f := flag(a.Pending, arcPending) | flag(a.Complete, arcComplete) | flag(a.ExecType != 0, arcExec) |
+			flag(len(a.Sets) > 0, arcSets) | flag(created != 0, arcCreated) | flag(completed != 0, arcCompleted)
+		child := int64(0)
+		if a.Child != nil {
+			child = int64(a.Child.ID) + 1
+		}
+		b = appendUvarint(b, f)
+		b = appendVarint(b, int64(a.Arc.Index))
+		b = appendVarint(b, a.Seq)
+		b = appendVarint(b, int64(a.Parent.ID))
+		b = appendVarint(b, child)
+		if f&arcExec != 0 {
+			b = appendVarint(b, int64(uint8(a.ExecType)))
+		}
+		if f&arcSets != 0 {
+			b = appendMemberships(b, a.Sets)
+		}
+		if f&arcCreated != 0 {
+			b = appendVarint(b, created)
+		}
+		if f&arcCompleted != 0 {
+			b = appendVarint(b, completed)
+		}
+	}
+	b = appendUvarint(b, uint64(len(p.TokenSets)))
+	for _, ts := range p.TokenSets {
+		b = appendName(b, ts.Name)
+		b = appendVarint(b, int64(ts.MaxMemberIndex))
+		b = appendVarint(b, int64(ts.Level))
+		if b, err = appendEnvJSON(b, ts.Env); err != nil {
+			return nil, err
+		}
+		b = appendUvarint(b, uint64(len(ts.MemberEnvs)))
+		for _, m := range ts.MemberEnvs {
+			if b, err = appendEnvJSON(b, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b = appendUvarint(b, uint64(len(p.Listeners)))
+	for _, l := range p.Listeners {
+		b = appendName(b, l.Name)
+		b = appendUvarint(b, uint64(uint32(l.Mask)))
+	}
+	return b, nil
+}
+
+// tokenEnvs lists the distinct non-empty environments of p's node tokens
+// as JSON objects, and the 1-based entry of each node token (nil if no
+// token has one). Tokens sharing an environment (copy-on-write) point to
+// one entry, and so do environments with the same content.
+func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
+	var envs []int
+	var envJSON [][]byte
+	var envIndex map[string]int
+	var envOfToken map[*kernel.Env]int
+	for i, t := range p.NodeTokens {
+		if t.Env.Len() == 0 {
+			continue
+		}
+		if envs == nil {
+			envs = make([]int, len(p.NodeTokens))
+			envIndex = map[string]int{}
+			envOfToken = map[*kernel.Env]int{}
+		}
+		idx, ok := envOfToken[t.Env]
+		if !ok {
+			e, err := appendEnvMap(nil, t.Env)
+			if err != nil {
+				return nil, nil, fmt.Errorf("node token %d: %w", i, err)
+			}
+			if idx, ok = envIndex[string(e)]; !ok {
+				envJSON = append(envJSON, e)
+				idx = len(envJSON)
+				envIndex[string(e)] = idx
+			}
+			envOfToken[t.Env] = idx
+		}
+		envs[i] = idx
+	}
+	return envs, envJSON, nil
+}
+
+var errBinary = errors.New("malformed binary snapshot")
+
+// binaryReader reads a binary snapshot; the first error sticks.
+type binaryReader struct {
+	b   []byte
+	err error
+}
+
+func (r *binaryReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errBinary
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *binaryReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errBinary
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *binaryReader) int() int { return int(r.varint()) }
+
+// count reads a count of items that take at least one byte each.
+func (r *binaryReader) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err = errBinary
+		return 0
+	}
+	return int(n)
+}
+
+func (r *binaryReader) bytes() []byte {
+	n := r.count()
+	if r.err != nil {
+		return nil
+	}
+	x := r.b[:n:n]
+	r.b = r.b[n:]
+	return x
+}
+
+func (r *binaryReader) name() string { return string(r.bytes()) }
+
+// attrs reads an environment: nil if it has none.
+func (r *binaryReader) attrs() attrs {
+	j := r.bytes()
+	if r.err != nil || len(j) == 0 {
+		return nil
+	}
+	var m attrs
+	if err := json.Unmarshal(j, &m); err != nil {
+		r.err = fmt.Errorf("%w: environment: %w", errBinary, err)
+	}
+	return m
+}
+
+func (r *binaryReader) ints() []int {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = r.int()
+	}
+	return out
+}
+
+func (r *binaryReader) sets() [][2]int {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	out := make([][2]int, n)
+	for i := range out {
+		out[i] = [2]int{r.int(), r.int()}
+	}
+	return out
+}
+
+// decodeBinary reads a binary snapshot into the struct the JSON snapshot
+// decodes into.
+func decodeBinary(b []byte) (snapshot, error) {
+	var s snapshot
+	if len(b) == 0 || b[0] != binaryTag {
+		return s, errBinary
+	}
+	r := &binaryReader{b: b[1:]}
+	s.Seq = r.varint()
+	if n := r.count(); n > 0 {
+		s.Envs = make([]json.RawMessage, n)
+		for i := range s.Envs {
+			s.Envs[i] = json.RawMessage(r.bytes())
+		}
+	}
+	if n := r.count(); n > 0 {
+		s.Nodes = make([]node, n)
+		for i := range s.Nodes {
+			x := &s.Nodes[i]
+			f := r.uvarint()
+			x.Node, x.Seq = r.int(), r.varint()
+			if f&nodeCompleteSeq != 0 {
+				x.CompleteSeq = r.varint()
+			}
+			if f&nodeParents != 0 {
+				x.Parents = r.ints()
+			}
+			if f&nodeChildren != 0 {
+				x.Children = r.ints()
+			}
+			if f&nodeGuard != 0 {
+				x.Guard = uint8(r.varint())
+			}
+			if f&nodeExec != 0 {
+				x.Exec = uint8(r.varint())
+			}
+			x.Complete = f&nodeComplete != 0
+			if f&nodeCreated != 0 {
+				x.Created = r.varint()
+			}
+			if f&nodeCompleted != 0 {
+				x.Completed = r.varint()
+			}
+			if f&nodeEnv != 0 {
+				x.Env = r.int()
+			}
+			if f&nodeSets != 0 {
+				x.Sets = r.sets()
+			}
+			if f&nodeDelayUntil != 0 {
+				x.DelayUntil = r.varint()
+			}
+			if f&nodeDelayCount != 0 {
+				x.DelayCount = r.int()
+			}
+		}
+	}
+	if n := r.count(); n > 0 {
+		s.Arcs = make([]arc, n)
+		for i := range s.Arcs {
+			x := &s.Arcs[i]
+			f := r.uvarint()
+			x.Arc, x.Seq, x.Parent, x.Child = r.int(), r.varint(), r.int(), r.int()
+			x.Pending, x.Complete = f&arcPending != 0, f&arcComplete != 0
+			if f&arcExec != 0 {
+				x.Exec = uint8(r.varint())
+			}
+			if f&arcSets != 0 {
+				x.Sets = r.sets()
+			}
+			if f&arcCreated != 0 {
+				x.Created = r.varint()
+			}
+			if f&arcCompleted != 0 {
+				x.Completed = r.varint()
+			}
+		}
+	}
+	if n := r.count(); n > 0 {
+		s.Sets = make([]tokenSet, n)
+		for i := range s.Sets {
+			x := &s.Sets[i]
+			x.Name, x.Max, x.Level = r.name(), r.int(), r.int()
+			x.Env = r.attrs()
+			if m := r.count(); m > 0 {
+				x.Members = make([]attrs, m)
+				for j := range x.Members {
+					x.Members[j] = r.attrs()
+				}
+			}
+		}
+	}
+	if n := r.count(); n > 0 {
+		s.Listeners = make([]listener, n)
+		for i := range s.Listeners {
+			s.Listeners[i] = listener{Name: r.name(), Mask: uint32(r.uvarint())}
+		}
+	}
+	if r.err == nil && len(r.b) > 0 {
+		r.err = fmt.Errorf("%w: %d bytes after the end", errBinary, len(r.b))
+	}
+	return s, r.err
+}

@@ -1,0 +1,126 @@
+package sqlstore
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/veena-wf/veena/store"
+)
+
+func randomEvents(r *rand.Rand, process string) []store.Event {
+	names := []string{"", "a", "yes", "ünïcode \"quoted\"\n", "PROCESS_CREATED"}
+	types := append([]string{"CUSTOM", "", "NODE_TOKEN_\u00e9"}, eventTypes...)
+	n := 1 + r.IntN(15)
+	seq := r.Int64N(1 << 40)
+	at := time.Unix(0, r.Int64N(1<<62)-(1<<61))
+	if r.IntN(5) == 0 {
+		at = time.Time{}
+	}
+	evs := make([]store.Event, n)
+	for i := range evs {
+		seq += 1 + int64(r.IntN(3))
+		if r.IntN(3) == 0 {
+			at = at.Add(time.Duration(r.Int64N(1<<40) - (1 << 39)))
+		}
+		ev := store.Event{Process: process, Seq: seq, Type: types[r.IntN(len(types))],
+			NodeToken: r.IntN(1<<20) - 1, ArcToken: r.IntN(3) - 1, At: at}
+		switch r.IntN(3) {
+		case 1:
+			ev.ArcNames = []string{}
+		case 2:
+			for range 1 + r.IntN(3) {
+				ev.ArcNames = append(ev.ArcNames, names[r.IntN(len(names))])
+			}
+		}
+		evs[i] = ev
+	}
+	return evs
+}
+
+// The compact record decodes to exactly what the JSON record decodes to,
+// whatever after and limit.
+func TestCompactEventsMatchJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		evs := randomEvents(r, "p")
+		compact := AppendCompactEvents(nil, evs)
+		js := store.EncodeEvents(evs)
+		if len(compact) >= len(js) {
+			t.Fatalf("compact record of %d bytes, JSON of %d", len(compact), len(js))
+		}
+		after := evs[0].Seq - 1
+		limit := 0
+		if i%2 == 1 {
+			after = evs[r.IntN(len(evs))].Seq - 1
+			limit = r.IntN(len(evs) + 1)
+		}
+		prefix := []store.Event{{Process: "p", Seq: -5, Type: "X"}}
+		want, err := store.AppendEventsAfter(append([]store.Event{}, prefix...), "p", js, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendEventsAfter(append([]store.Event{}, prefix...), "p", compact, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("events (-json +compact):\n%s", diff)
+		}
+		// JSON records still read.
+		got, err = AppendEventsAfter(append([]store.Event{}, prefix...), "p", js, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("JSON events (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestCompactEventsMalformed(t *testing.T) {
+	evs := randomEvents(rand.New(rand.NewPCG(3, 4)), "p")
+	b := AppendCompactEvents(nil, evs)
+	for n := 1; n < len(b); n++ {
+		if _, err := AppendEventsAfter(nil, "p", b[:n], 0, 0); err == nil {
+			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(b))
+		}
+	}
+	for _, bad := range [][]byte{{compactTag, 0xff}, {compactTag, 200, 1}, {compactTag, 1, 0, 0, 99, 0, 0, 0}} {
+		if _, err := AppendEventsAfter(nil, "p", bad, 0, 0); err == nil {
+			t.Fatalf("%x decoded", bad)
+		}
+	}
+}
+
+func BenchmarkCompactEvents(b *testing.B) {
+	evs := randomEvents(rand.New(rand.NewPCG(5, 6)), "p")
+	var buf []byte
+	for b.Loop() {
+		buf = AppendCompactEvents(buf[:0], evs)
+	}
+}
+
+func BenchmarkJSONEvents(b *testing.B) {
+	evs := randomEvents(rand.New(rand.NewPCG(5, 6)), "p")
+	for b.Loop() {
+		store.EncodeEvents(evs)
+	}
+}
+
+// FuzzDecodeEvents: no stored event record, compact or JSON, makes the
+// reader panic.
+func FuzzDecodeEvents(f *testing.F) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for range 8 {
+		evs := randomEvents(r, "p")
+		f.Add(AppendCompactEvents(nil, evs))
+		f.Add(store.EncodeEvents(evs))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		AppendEventsAfter(nil, "p", b, 0, 0)
+		AppendEventsAfter(nil, "p", b, 3, 2)
+	})
+}

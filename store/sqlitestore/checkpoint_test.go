@@ -1,0 +1,60 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/sqlitestore"
+)
+
+// TestWALStaysBounded: under writes that never pause, the background
+// checkpoints keep up and the WAL keeps starting over, so its file stays
+// a few thousand frames long.
+func TestWALStaysBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes for a while")
+	}
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s := open(t, path, sqlitestore.Options{Synchronous: "NORMAL", MaxBatch: 1})
+	defer s.Close()
+	ctx := context.Background()
+	snap := make([]byte, 300)
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(3 * time.Second)
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				id := fmt.Sprintf("p%02d-%08d", c, i)
+				now := time.Now()
+				p := &store.Process{ID: id, Root: id, ParentToken: -1, Definition: "d", Version: 1, State: "executing",
+					Env: []byte(`{}`), Snapshot: snap, CreatedAt: now, UpdatedAt: now}
+				if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutProcess(ctx, p) }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates, _ := s.Stats()
+	// 2048-byte pages; the writer finishes a checkpoint once the WAL holds
+	// 4000 frames, or itself after 8000, and may write some more before
+	// the next transaction. (Without the finishing checkpoints the WAL
+	// grows by every frame written: some hundred thousand here.)
+	if limit := int64(12000 * (2048 + 24)); fi.Size() > limit {
+		t.Fatalf("after %d updates the WAL is %d bytes, over %d", updates, fi.Size(), limit)
+	}
+	t.Logf("%d updates, WAL %d bytes", updates, fi.Size())
+}
