@@ -262,7 +262,14 @@ func (s *Store) update(ctx context.Context, fn func(context.Context, store.Tx) e
 		t.rollback()
 		return t.classify(err)
 	}
-	t.queue("COMMIT")
+	if t.sent {
+		t.queue("COMMIT")
+	} else {
+		// Nothing was sent yet: the statements go in one pipeline, which
+		// the server runs as one implicit transaction, all or nothing.
+		t.b.QueuedQueries = t.b.QueuedQueries[1:]
+		t.owners = t.owners[1:]
+	}
 	if err := t.flush(ctx, nil); err != nil {
 		t.rollback()
 		return t.classify(err)
@@ -425,7 +432,13 @@ func (s *Store) runGroup(batch []*request) {
 		finish()
 		return
 	}
-	t.queue("COMMIT")
+	if t.sent {
+		t.queue("COMMIT")
+	} else {
+		// One pipeline holds the whole group: an implicit transaction.
+		t.b.QueuedQueries = t.b.QueuedQueries[1:]
+		t.owners = t.owners[1:]
+	}
 	if err := t.flush(ctx, nil); err != nil {
 		t.rollback()
 		if j := t.failedOwner; j >= 0 {
@@ -640,7 +653,7 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 
 func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
 	for _, group := range store.GroupEvents(evs) {
-		data := store.EncodeEvents(group)
+		data := sqlstore.AppendCompactEvents(nil, group)
 		t.queue(`INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
 			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data)
 	}
@@ -726,7 +739,7 @@ func (s *Store) Events(ctx context.Context, process string, after int64, limit i
 		if err := rows.Scan(&data); err != nil {
 			return nil, classify(err)
 		}
-		if out, err = store.AppendEventsAfter(out, process, data, after, limit); err != nil {
+		if out, err = sqlstore.AppendEventsAfter(out, process, data, after, limit); err != nil {
 			return nil, err
 		}
 	}
