@@ -371,15 +371,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		return e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 			done, prev = nil, nil
 			if key != "" {
-				b, found, err := tx.Key(ctx, key)
-				if err != nil {
+				var err error
+				if prev, err = lookupKey(ctx, tx, key); err != nil || prev != nil {
 					return err
-				}
-				if found {
-					if prev, err = decodeOutcome(b); err != nil {
-						return fmt.Errorf("idempotency key %q: %w", key, err)
-					}
-					return nil
 				}
 			}
 			p := early

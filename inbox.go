@@ -123,14 +123,8 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 		}
 		var out *outcome
 		if c.Key != "" {
-			prev, found, err := tx.Key(ctx, c.Key)
-			if err != nil {
+			if out, err = lookupKey(ctx, tx, c.Key); err != nil {
 				return err
-			}
-			if found {
-				if out, err = decodeOutcome(prev); err != nil {
-					return fmt.Errorf("idempotency key %q: %w", c.Key, err)
-				}
 			}
 		}
 		if out == nil {
@@ -204,6 +198,21 @@ func transient(err error) bool {
 	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// lookupKey returns the outcome recorded under an idempotency key, nil if
+// no committed command used it (the key is then reserved for this
+// transaction, as store.Tx.Key says).
+func lookupKey(ctx context.Context, tx store.Tx, key string) (*outcome, error) {
+	b, found, err := tx.Key(ctx, key)
+	if err != nil || !found {
+		return nil, err
+	}
+	out, err := decodeOutcome(b)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency key %q: %w", key, err)
+	}
+	return out, nil
+}
+
 // putOutcome records a command's outcome under its idempotency key.
 func putOutcome(ctx context.Context, tx store.Tx, key string, out *outcome) error {
 	b, err := json.Marshal(out)
@@ -220,15 +229,9 @@ var errLookedUp = errors.New("looked up")
 // no command has used it.
 func (e *Engine) recorded(ctx context.Context, key string) (*outcome, error) {
 	var prev *outcome
-	err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		b, found, err := tx.Key(ctx, key)
-		if err != nil {
+	err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) (err error) {
+		if prev, err = lookupKey(ctx, tx, key); err != nil {
 			return err
-		}
-		if found {
-			if prev, err = decodeOutcome(b); err != nil {
-				return fmt.Errorf("idempotency key %q: %w", key, err)
-			}
 		}
 		return errLookedUp // keep no reservation of the key
 	})

@@ -41,36 +41,12 @@ const (
 `
 )
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// veenaBinary builds cmd/veena once per test run.
-func veenaBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "veena-e2e-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if binary, buildErr = testutil.BuildVeena(dir); buildErr != nil {
-			os.RemoveAll(dir)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
+// veenaBinary is the veena command, built once per test run.
+func veenaBinary(t *testing.T) string { return testutil.Veena(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary != "" {
-		os.RemoveAll(filepath.Dir(binary))
-	}
+	testutil.RemoveVeena()
 	os.Exit(code)
 }
 

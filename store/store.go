@@ -231,6 +231,15 @@ type Tx interface {
 	DropContext(ctx context.Context, process string) error
 }
 
+// CheckVersion is ExpectTree's test for backends that check at once: the
+// tree root is at version have, the command ran on want.
+func CheckVersion(root string, have, want int64) error {
+	if have != want {
+		return fmt.Errorf("process %s is at version %d, not %d: %w", root, have, want, ErrStale)
+	}
+	return nil
+}
+
 // OrderTree sorts the rows of one tree root first, parents before their
 // nested processes, nested processes by Position.
 func OrderTree(rows []*Process) []*Process {

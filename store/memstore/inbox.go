@@ -87,10 +87,10 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 
 func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
 	v, err := t.TryLockTree(ctx, root)
-	if err == nil && v != version {
-		err = fmt.Errorf("process %s is at version %d, not %d: %w", root, v, version, store.ErrStale)
+	if err != nil {
+		return err
 	}
-	return err
+	return store.CheckVersion(root, v, version)
 }
 
 func (t *tx) NextCommand(_ context.Context, root string) (*store.Command, error) {

@@ -51,9 +51,11 @@ func TestWALStaysBounded(t *testing.T) {
 	updates, _ := s.Stats()
 	// 2048-byte pages; the writer finishes a checkpoint once the WAL holds
 	// 4000 frames, or itself after 8000, and may write some more before
-	// the next transaction. (Without the finishing checkpoints the WAL
-	// grows by every frame written: some hundred thousand here.)
-	if limit := int64(12000 * (2048 + 24)); fi.Size() > limit {
+	// the next transaction; on a loaded machine the background checkpoint
+	// lags further. Without the finishing checkpoints the WAL grows by
+	// every frame written: some hundred thousand here, several frames an
+	// update. The bound tells the two apart with room for a slow machine.
+	if limit := int64(40000 * (2048 + 24)); fi.Size() > limit {
 		t.Fatalf("after %d updates the WAL is %d bytes, over %d", updates, fi.Size(), limit)
 	}
 	t.Logf("%d updates, WAL %d bytes", updates, fi.Size())

@@ -435,12 +435,18 @@ func (s *Store) checkpointer() {
 
 // checkpoint checkpoints what the background checkpoints left, on the
 // writer's connection between two transactions, so that the next
-// transaction starts the WAL over.
+// transaction starts the WAL over. If the background checkpoint holds the
+// checkpoint lock just then, nothing is done and the writer asks again
+// before its next transaction.
 func (s *Store) checkpoint() {
 	var row [3]driver.Value
-	s.queryRow("PRAGMA wal_checkpoint(PASSIVE)", row[:]) // as in checkpointer, errors only wait
-	s.status.Status(sqlite.DBStatusCacheWrite, true)     // checkpoint writes are not WAL frames
-	s.sinceRestart = 0
+	ok, err := s.queryRow("PRAGMA wal_checkpoint(PASSIVE)", row[:]) // as in checkpointer, errors only wait
+	s.status.Status(sqlite.DBStatusCacheWrite, true)                // checkpoint writes are not WAL frames
+	if busy, _ := row[0].(int64); ok && err == nil && busy == 0 {
+		s.sinceRestart = 0
+	} else {
+		s.ckptFinish.Store(true)
+	}
 }
 
 // The writer's transaction control statements.
