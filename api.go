@@ -44,6 +44,9 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 	if err := out.err(); err != nil {
 		return nil, err
 	}
+	if out.Process == nil {
+		return nil, fmt.Errorf("start of %s had no result", req.Definition)
+	}
 	return out.Process, nil
 }
 

@@ -80,22 +80,29 @@ func (o *outcome) err() error {
 	return &kernel.Error{Code: o.Error.Code, Msg: o.Error.Message}
 }
 
-// decodeOutcome reads an outcome; a record written before outcomes
-// existed holds the process alone.
+// decodeOutcome reads an outcome. An idempotency record written before
+// outcomes existed holds the process alone: an object with an "id", which
+// an outcome never has.
 func decodeOutcome(b []byte) (*outcome, error) {
+	var probe struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, err
+	}
+	if probe.ID != "" {
+		var p Process
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, err
+		}
+		return &outcome{Process: &p}, nil
+	}
 	var o outcome
 	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, err
 	}
 	if o.Process == nil && o.Env == nil && !o.None && o.Error == nil {
-		var p Process
-		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, err
-		}
-		if p.ID == "" {
-			return nil, fmt.Errorf("empty command outcome %s", b)
-		}
-		o.Process = &p
+		return nil, fmt.Errorf("empty command outcome %s", b)
 	}
 	return &o, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/store/sqlitestore"
 )
 
 func TestLifecycle(t *testing.T) {
@@ -642,4 +643,51 @@ func TestIdempotentPatchesAndEvents(t *testing.T) {
 		_, err = e.SendEvent(ctx, ev)
 		wantCode(t, err, "not_found")
 	})
+}
+
+// TestUpgradeFromSchema1: a database an earlier Veena wrote (schema 1: JSON
+// snapshots and events, no inbox) is migrated at open, its processes carry
+// on, and its idempotency records still answer retries.
+func TestUpgradeFromSchema1(t *testing.T) {
+	ctx := context.Background()
+	src, err := os.ReadFile(filepath.Join("testdata", "upgrade", "schema1.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "veena.db")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlitestore.Open(path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := open(t, st, veena.Options{})
+	defer e.Close()
+	const id = "01a20217-5a1c-72e9-be61-0de3c2ab1284"
+	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "split", IdempotencyKey: "schema1-start"})
+	if err != nil || p.ID != id || p.State != "executing" {
+		t.Fatalf("retried start from before the upgrade: %+v, %v", p, err)
+	}
+	before, err := e.Events(ctx, id, 0, 0)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("events written before the upgrade: %d, %v", len(before), err)
+	}
+	complete(t, e, one(t, e, id, "a"), veena.CompleteRequest{})
+	p = complete(t, e, one(t, e, id, "b"), veena.CompleteRequest{})
+	if p.State != "executing" || len(active(t, e, id, "last")) != 1 {
+		t.Fatalf("after both branches: %+v", p)
+	}
+	after, err := e.Events(ctx, id, 0, 0)
+	if err != nil || len(after) <= len(before) {
+		t.Fatalf("events after the upgrade: %d (before %d), %v", len(after), len(before), err)
+	}
+	for i, ev := range after {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: old and new records do not read as one log", i, ev.Seq)
+		}
+	}
+	if err := e.Ready(ctx); err != nil {
+		t.Fatalf("ready after the upgrade: %v", err)
+	}
 }
