@@ -532,6 +532,30 @@ func TestServeRefusesOpenNetwork(t *testing.T) {
 	srv.stop(t)
 }
 
+// TestServeStoreTuning: serve takes the commit tuning flags and refuses
+// values it does not know, naming the flag.
+func TestServeStoreTuning(t *testing.T) {
+	dir := t.TempDir()
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--sync", "sometimes"}},
+		{[]string{"--group-commit", "-2"}},
+	} {
+		cmd := exec.Command(veenaBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "x.db")}, bad.args...)...)
+		cmd.Dir = dir
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), bad.args[0]) {
+			t.Fatalf("veena serve %v: %v\n%s", bad.args, err, out)
+		}
+	}
+	srv := serve(t, dir, cleanEnv(), "--db", filepath.Join(dir, "tuned.db"), "--sync", "normal", "--group-commit", "16")
+	c := &cli{t: t, dir: dir, env: cleanEnv("VEENA_URL=" + srv.url)}
+	write(t, filepath.Join(dir, "split.wf.xml"), testutil.DefSplit)
+	c.ok("definitions", "load", filepath.Join(dir, "split.wf.xml"))
+	c.ok("processes", "start", "split")
+	srv.stop(t)
+}
+
 // TestOffline checks `veena check` and `veena run`, which need no server.
 func TestOffline(t *testing.T) {
 	dir := t.TempDir()

@@ -187,7 +187,7 @@ func runBench(ctx context.Context, o *benchOptions, out io.Writer) error {
 			}
 			db, cleanup = filepath.Join(dir, "veena.db"), func() { os.RemoveAll(dir) }
 		}
-		st, where, err := openStore(ctx, db)
+		st, where, err := openStore(ctx, db, storeTuning{})
 		if err != nil {
 			cleanup()
 			return nil, nil, fmt.Errorf("veena bench: open %s: %w", where, err)

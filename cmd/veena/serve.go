@@ -40,6 +40,7 @@ type serveOptions struct {
 	logLevel    string
 	drain       time.Duration
 	maxBody     int64
+	tune        storeTuning
 }
 
 func newServeCmd() *cobra.Command {
@@ -78,6 +79,8 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 	f.StringVar(&o.logLevel, "log-level", env("VEENA_LOG_LEVEL", "info"), "debug, info, warn or error (env VEENA_LOG_LEVEL)")
 	f.DurationVar(&o.drain, "drain", 30*time.Second, "how long to wait for requests in flight when stopping")
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
+	f.IntVar(&o.tune.groupCommit, "group-commit", 0, "how many concurrent commands may share one commit (default: 64 on SQLite, 1 (none) on PostgreSQL)")
+	f.StringVar(&o.tune.synchronous, "sync", "", "SQLite's synchronous level: full (default; every commit reaches the disk) or normal (WAL: a power loss may lose the last commits)")
 	return cmd
 }
 
@@ -131,6 +134,14 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 		return fmt.Errorf("veena serve: --log-level %q: want debug, info, warn or error", o.logLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if o.tune.groupCommit < 0 {
+		return fmt.Errorf("veena serve: --group-commit %d: want a number of commands from 1 (each commits alone), or 0 for the default", o.tune.groupCommit)
+	}
+	switch strings.ToLower(o.tune.synchronous) {
+	case "", "full", "normal":
+	default:
+		return fmt.Errorf("veena serve: --sync %q: want full or normal", o.tune.synchronous)
+	}
 
 	if len(o.tokens) == 0 {
 		o.tokens = splitList(env("VEENA_TOKENS", ""))
@@ -147,7 +158,7 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens: an open server may listen on loopback only (e.g. --addr %s).\n  Create a token with `veena token create --role admin --name me` or pass --token ROLE=SECRET", o.addr, DefaultAddr)
 	}
 
-	st, where, err := openStore(ctx, o.db)
+	st, where, err := openStore(ctx, o.db, o.tune)
 	if err != nil {
 		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
 	}
