@@ -244,6 +244,8 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 // fireTimer runs a due delayed token's guard again, as a command.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
+	// A timer whose process is gone has nothing left to do; any other
+	// refusal is worth a warning.
 	if err == nil && out.Error != nil && out.Error.Code != ErrNotFound.Code {
 		err = out.err()
 	}

@@ -503,6 +503,15 @@ type workload struct {
 	waits int
 }
 
+// Workload returns a workload's definition (its name and XML source) and
+// how many waiting tokens a client completes after the start, for
+// benchmarks elsewhere that run the same processes; ok is false for an
+// unknown workload.
+func Workload(name string) (definition, xml string, waits int, ok bool) {
+	w, ok := workloads[name]
+	return w.name, w.xml, w.waits, ok
+}
+
 var workloads = map[string]workload{
 	"wait":    {name: "bench-wait", xml: waitXML, waits: 1},
 	"auto10":  {name: "bench-auto10", xml: auto10XML, waits: 0},

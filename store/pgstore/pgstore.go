@@ -733,17 +733,7 @@ func (s *Store) Events(ctx context.Context, process string, after int64, limit i
 		return nil, classify(err)
 	}
 	defer rows.Close()
-	var out []store.Event
-	for rows.Next() && (limit <= 0 || len(out) < limit) {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, classify(err)
-		}
-		if out, err = sqlstore.AppendEventsAfter(out, process, data, after, limit); err != nil {
-			return nil, err
-		}
-	}
-	return out, classify(rows.Err())
+	return sqlstore.ScanEvents(rows, process, after, limit, classify)
 }
 
 // FindByContext finds executing processes by context.

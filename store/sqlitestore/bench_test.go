@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/veena-wf/veena/store"
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,18 +14,17 @@ import (
 	"time"
 
 	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/sqlitestore"
 )
 
-// perfWaitXML is bench/bench.go's bench-wait definition: start, one wait
-// node, end.
-const perfWaitXML = `<?xml version="1.0"?>
-<process-definition name="bench-wait" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
-  <node name="start" isStart="true"><arc to="task"/></node>
-  <node name="task" type="wait"><arc to="end"/></node>
-  <node name="end"/>
-</process-definition>
-`
+// perfWaitXML and perfSplit10XML are the definitions of veena bench's
+// wait and split10 workloads.
+var (
+	_, perfWaitXML, _, _    = bench.Workload("wait")
+	_, perfSplit10XML, _, _ = bench.Workload("split10")
+)
 
 // benchEngineWait runs the bench-wait workload (start, then complete the
 // waiting token) from 16 goroutines on an engine over a SQLite store; b.N
@@ -37,27 +34,6 @@ const perfWaitXML = `<?xml version="1.0"?>
 func benchEngineWait(b *testing.B, syncMode string, maxBatch int) {
 	benchEngine(b, syncMode, maxBatch, "bench-wait", perfWaitXML, 1)
 }
-
-// perfSplit10XML is bench/bench.go's bench-split10 definition: a split
-// into ten waiting branches and an and-join.
-var perfSplit10XML = func() string {
-	var b strings.Builder
-	b.WriteString(`<?xml version="1.0"?>
-<process-definition name="bench-split10" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
-  <node name="start" isStart="true">`)
-	for i := range 10 {
-		fmt.Fprintf(&b, `<arc to="b%d"/>`, i)
-	}
-	b.WriteString("</node>\n")
-	for i := range 10 {
-		fmt.Fprintf(&b, "  <node name=\"b%d\" type=\"wait\"><arc to=\"join\"/></node>\n", i)
-	}
-	b.WriteString(`  <node name="join" joinType="and"><arc to="end"/></node>
-  <node name="end"/>
-</process-definition>
-`)
-	return b.String()
-}()
 
 // benchEngine runs a workload (start, then complete the waits waiting
 // tokens) from 16 goroutines; b.N counts commands.
