@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -46,6 +47,7 @@ func newBenchCmd() *cobra.Command {
 		groupCommit []string
 		asJSON      bool
 		inProcess   bool
+		cpuProfile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -81,6 +83,13 @@ the clients; --in-process runs them all in this process instead.
 				}
 				cfg.Worker = []string{exe, "bench", "worker"}
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("veena bench: --cpuprofile: %w", err)
+				}
+				defer stop()
+			}
 			rep, err := bench.Run(cmd.Context(), cfg, progress)
 			if asJSON {
 				if jerr := printJSON(cmd.OutOrStdout(), rep); jerr != nil {
@@ -107,6 +116,7 @@ the clients; --in-process runs them all in this process instead.
 	f.StringVar(&cfg.Dir, "dir", "", "directory for the SQLite files (default: a temporary one)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&inProcess, "in-process", false, "run the PostgreSQL engines in this OS process instead of one process each")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this OS process to the file (with --in-process it covers the PostgreSQL engines too)")
 	cmd.AddCommand(newBenchHTTPCmd(), newBenchWorkerCmd())
 	return cmd
 }
@@ -336,4 +346,21 @@ func goCycle(eng *veena.Engine, keyPrefix string) loadgen.Cycle {
 		}
 		return p.ID, lat, nil
 	}
+}
+
+// startCPUProfile profiles this OS process into the file at path until the
+// returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

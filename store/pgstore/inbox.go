@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,14 +78,18 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 	return v, nil
 }
 
-// ExpectTree queues a statement that locks the root row without waiting
-// and divides by zero unless the tree is at version with an empty inbox:
-// it reaches the server with the command's writes and COMMIT, and its
-// error (mapped to ErrStale or ErrBusy) aborts them.
+// ExpectTree sends nothing yet: the check rides on the command's UPDATE
+// of the root row, which only matches the row at version with an empty
+// inbox, and the statement divides by zero unless it matched (see
+// statement.go); the division's error, mapped to ErrStale, aborts the
+// command's writes. Without such an UPDATE the check is a statement of its
+// own, which locks the row without waiting (a held row: ErrBusy).
+//
+// The UPDATE itself waits for a row another transaction has locked, as
+// any UPDATE: when that transaction ends the row has moved on and the
+// command is stale, or it has not and the command goes on.
 func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
-	t.queue(`SELECT 1 / count(*)::int FROM (SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id
-		AND p.tree_version = $2 AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
-		FOR UPDATE OF p NOWAIT) AS expected`, root, version)
+	t.expecting, t.expectRoot, t.expectVersion = true, root, version
 	return nil
 }
 
@@ -103,6 +108,6 @@ func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, erro
 }
 
 func (t *tx) FinishCommand(ctx context.Context, seq int64, outcome []byte, at time.Time) error {
-	t.queue(`UPDATE inbox SET done = TRUE, outcome = $1, done_at = $2 WHERE seq = $3 AND NOT done`, outcome, at.UnixNano(), seq)
+	t.write(rowKey("inbox", strconv.FormatInt(seq, 10)), `UPDATE inbox SET done = TRUE, outcome = $1, done_at = $2 WHERE seq = $3 AND NOT done`, outcome, at.UnixNano(), seq)
 	return nil
 }

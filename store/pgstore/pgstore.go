@@ -262,6 +262,7 @@ func (s *Store) update(ctx context.Context, fn func(context.Context, store.Tx) e
 		t.rollback()
 		return t.classify(err)
 	}
+	t.end()
 	if t.sent {
 		t.queue("COMMIT")
 	} else {
@@ -394,6 +395,7 @@ func (s *Store) runGroup(batch []*request) {
 		t.begin(i)
 		err := r.fn(r.ctx, t)
 		if err == nil {
+			t.end()
 			if t.savepoint {
 				t.queue("RELEASE cmd")
 			}
@@ -412,6 +414,7 @@ func (s *Store) runGroup(batch []*request) {
 		}
 		// The Update failed alone: undo what it sent, drop what it queued.
 		errs[i], answered[i] = t.classify(err), true
+		t.drop()
 		t.b.QueuedQueries = t.b.QueuedQueries[:t.start]
 		t.owners = t.owners[:t.start]
 		if t.savepoint {
@@ -477,6 +480,14 @@ type tx struct {
 
 	failed      error // the first statement that failed, and whose it was
 	failedOwner int
+
+	// The running Update's writes not yet in b, and the tree check they
+	// are to carry (see statement.go).
+	pending       []piece
+	params        int
+	expecting     bool
+	expectRoot    string
+	expectVersion int64
 }
 
 func newTx(conn *pgxpool.Conn) *tx {
@@ -486,12 +497,15 @@ func newTx(conn *pgxpool.Conn) *tx {
 // begin marks the start of Update i of a group (-1: the group's own
 // statements).
 func (t *tx) begin(i int) {
+	t.seal()
+	t.expecting = false
 	t.group = true
 	t.cur, t.start, t.savepoint = i, t.b.Len(), false
 	t.failed, t.failedOwner = nil, -1
 }
 
 func (t *tx) queue(sql string, args ...any) {
+	t.seal()
 	t.b.Queue(sql, args...)
 	t.owners = append(t.owners, t.cur)
 }
@@ -500,6 +514,7 @@ func (t *tx) queue(sql string, args ...any) {
 // of the last one; the others must succeed. In a group, an Update's first
 // flush puts a savepoint before its statements.
 func (t *tx) flush(ctx context.Context, last func(pgx.BatchResults) error) error {
+	t.seal()
 	n := t.b.Len()
 	if n == 0 {
 		return nil
@@ -592,7 +607,7 @@ func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
 }
 
 func (t *tx) PutKey(ctx context.Context, key string, result []byte) error {
-	t.queue(`INSERT INTO idempotency (key, result) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET result = excluded.result`, key, result)
+	t.write(rowKey("idempotency", key), `INSERT INTO idempotency (key, result) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET result = excluded.result`, key, result)
 	return nil
 }
 
@@ -633,12 +648,12 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 		return err
 	}
 	if p.StoredState != "" {
-		t.queue(`UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
+		t.writeRoot(p.ID, `UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
 			tree_version = $7, context = $8 WHERE id = $1`,
 			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c)
 		return nil
 	}
-	t.queue(`INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+	t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
 		p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
@@ -647,32 +662,32 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 }
 
 func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
-	t.queue(`UPDATE processes SET tree_version = $1 WHERE id = $2`, v, root)
+	t.writeRoot(root, `UPDATE processes SET tree_version = $2 WHERE id = $1`, root, v)
 	return nil
 }
 
 func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
 	for _, group := range store.GroupEvents(evs) {
 		data := sqlstore.AppendCompactEvents(nil, group)
-		t.queue(`INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
+		t.write("", `INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
 			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data)
 	}
 	return nil
 }
 
 func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.Timer) error {
-	t.queue(`DELETE FROM timers WHERE process_id = $1`, process)
+	t.write(rowKey("timers", process), `DELETE FROM timers WHERE process_id = $1`, process)
 	for _, tm := range timers {
-		t.queue(`INSERT INTO timers (process_id, token, root_id, due_at) VALUES ($1, $2, $3, $4)`,
+		t.write(rowKey("timers", process, strconv.Itoa(tm.Token)), `INSERT INTO timers (process_id, token, root_id, due_at) VALUES ($1, $2, $3, $4)`,
 			tm.Process, tm.Token, tm.Root, tm.DueAt.UnixNano())
 	}
 	return nil
 }
 
 func (t *tx) PutContext(ctx context.Context, process string, c map[string]string, unique []string) error {
-	t.queue(`DELETE FROM contexts WHERE process_id = $1`, process)
+	t.write(rowKey("contexts", process), `DELETE FROM contexts WHERE process_id = $1`, process)
 	for k, v := range c {
-		t.queue(`INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, slices.Contains(unique, k))
+		t.write(rowKey("contexts", process, k), `INSERT INTO contexts (process_id, key, value, is_unique) VALUES ($1, $2, $3, $4)`, process, k, v, slices.Contains(unique, k))
 	}
 	// A unique value already taken must fail here, where the caller can
 	// tell what went wrong, not at commit.
@@ -687,7 +702,7 @@ func (t *tx) PutContext(ctx context.Context, process string, c map[string]string
 }
 
 func (t *tx) DropContext(ctx context.Context, process string) error {
-	t.queue(`DELETE FROM contexts WHERE process_id = $1`, process)
+	t.write(rowKey("contexts", process), `DELETE FROM contexts WHERE process_id = $1`, process)
 	return nil
 }
 

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentKeys", testConcurrentKeys},
 		{"Inbox", testInbox},
 		{"StoredRewrite", testStoredRewrite},
+		{"ExpectTree", testExpectTree},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
