@@ -48,7 +48,19 @@ type Options struct {
 	// withheld from other engines (default 30 s); an engine that dies
 	// holding it delays the token by at most this much.
 	TimerLease time.Duration
+	// IdempotencyTTL is how long the result of a command with an
+	// idempotency key is kept to answer its retries (default
+	// DefaultIdempotencyTTL; negative: forever). Once the record has
+	// expired, a retry with the same key runs the command again. The
+	// background loop (Start) deletes expired records, checking once a
+	// minute; engines sharing a database delete at the shortest TTL
+	// among them.
+	IdempotencyTTL time.Duration
 }
+
+// DefaultIdempotencyTTL is how long idempotency records are kept unless
+// Options.IdempotencyTTL says otherwise: a week.
+const DefaultIdempotencyTTL = 7 * 24 * time.Hour
 
 // Engine is Veena's runtime: it loads definitions, runs commands on
 // processes through the kernel and persists every step in its store. It
@@ -93,6 +105,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	k := opts.Kernel
 	if k == nil {
 		k = kernel.New()
+	}
+	if opts.IdempotencyTTL == 0 {
+		opts.IdempotencyTTL = DefaultIdempotencyTTL
 	}
 	e := &Engine{
 		store: st,
@@ -409,7 +424,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 			}
 			res.Process = p.result
 			if key != "" {
-				if err := putOutcome(ctx, tx, key, res); err != nil {
+				if err := putOutcome(ctx, tx, key, res, e.clock()); err != nil {
 					return err
 				}
 			}

@@ -148,7 +148,7 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 			}
 			out.Process = p.result
 			if c.Key != "" {
-				if err := putOutcome(ctx, tx, c.Key, out); err != nil {
+				if err := putOutcome(ctx, tx, c.Key, out, e.clock()); err != nil {
 					return err
 				}
 			}
@@ -213,13 +213,14 @@ func lookupKey(ctx context.Context, tx store.Tx, key string) (*outcome, error) {
 	return out, nil
 }
 
-// putOutcome records a command's outcome under its idempotency key.
-func putOutcome(ctx context.Context, tx store.Tx, key string, out *outcome) error {
+// putOutcome records a command's outcome under its idempotency key, as
+// created at at (it expires Options.IdempotencyTTL later).
+func putOutcome(ctx context.Context, tx store.Tx, key string, out *outcome, at time.Time) error {
 	b, err := json.Marshal(out)
 	if err != nil {
 		return fmt.Errorf("idempotency key %q: encode the result: %w", key, err)
 	}
-	return tx.PutKey(ctx, key, b)
+	return tx.PutKey(ctx, key, b, at)
 }
 
 // errLookedUp ends the transaction of a look-up that must not reserve its key.
@@ -243,8 +244,8 @@ func (e *Engine) recorded(ctx context.Context, key string) (*outcome, error) {
 
 // drainAbandoned applies the commands that have waited in inboxes longer
 // than inboxGrace (their callers are gone), and once a minute forgets
-// finished commands older than inboxKeep. Only the background loop (and
-// tests) call it.
+// finished commands older than inboxKeep and idempotency records older
+// than Options.IdempotencyTTL. Only the background loop (and tests) call it.
 func (e *Engine) drainAbandoned(ctx context.Context) {
 	now := e.clock()
 	roots, err := e.store.InboxRoots(ctx, now.Add(-inboxGrace), 50)
@@ -266,4 +267,20 @@ func (e *Engine) drainAbandoned(ctx context.Context) {
 	if _, err := e.store.PurgeCommands(ctx, now.Add(-inboxKeep)); err != nil && ctx.Err() == nil {
 		e.log.Warn("veena: purge finished commands", "err", err)
 	}
+	if ttl := e.opts.IdempotencyTTL; ttl > 0 {
+		if _, err := e.store.PurgeKeys(ctx, now.Add(-ttl)); err != nil && ctx.Err() == nil {
+			e.log.Warn("veena: purge expired idempotency keys", "err", err)
+		}
+	}
+}
+
+// WaitingCommands counts the commands waiting in the durable inboxes of
+// process trees, not yet applied. The count is the store's: every engine
+// sharing a database counts the same commands.
+func (e *Engine) WaitingCommands(ctx context.Context) (int, error) {
+	n, err := e.store.WaitingCommands(ctx)
+	if err != nil {
+		return 0, storeError("count the waiting commands", err)
+	}
+	return n, nil
 }

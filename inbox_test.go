@@ -197,6 +197,73 @@ func TestInboxOutlivesItsCaller(t *testing.T) {
 	})
 }
 
+// TestIdempotencyKeysExpire: a retry with the key of an earlier command
+// answers that command's result until the record is IdempotencyTTL old;
+// once the background loop has purged it, the retry runs the command again
+// (and its new result answers the next retries).
+func TestIdempotencyKeysExpire(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clk := newClock()
+		e := open(t, b.place(t)(), veena.Options{Clock: clk.Now, IdempotencyTTL: time.Hour})
+		defer e.Close()
+		load(t, e, "fan")
+		req := veena.StartRequest{Definition: "fan", IdempotencyKey: "start-1"}
+		first := start(t, e, req)
+
+		clk.Advance(59 * time.Minute)
+		veena.DrainAbandoned(ctx, e)
+		if again := start(t, e, req); again.ID != first.ID {
+			t.Fatalf("retry within the TTL started %s, want the first result %s", again.ID, first.ID)
+		}
+
+		clk.Advance(2 * time.Minute)
+		veena.DrainAbandoned(ctx, e)
+		later := start(t, e, req)
+		if later.ID == first.ID {
+			t.Fatalf("retry after the TTL answered the first result %s instead of running again", first.ID)
+		}
+		if again := start(t, e, req); again.ID != later.ID {
+			t.Fatalf("retry of the command that ran again started %s, want %s", again.ID, later.ID)
+		}
+		page, err := e.Processes(ctx, veena.ProcessFilter{Definition: "fan"})
+		if err != nil || len(page.Items) != 2 {
+			t.Fatalf("processes started: %+v, %v; want 2", page, err)
+		}
+	})
+}
+
+// TestIdempotencyTTLSettings: records are kept a week by default, and
+// forever with a negative TTL.
+func TestIdempotencyTTLSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		advance time.Duration
+		kept    bool
+	}{
+		{"default, within a week", 0, 6 * 24 * time.Hour, true},
+		{"default, after a week", 0, 8 * 24 * time.Hour, false},
+		{"forever", -1, 10 * 365 * 24 * time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			clk := newClock()
+			e := open(t, nil, veena.Options{Clock: clk.Now, IdempotencyTTL: tc.ttl})
+			defer e.Close()
+			load(t, e, "fan")
+			req := veena.StartRequest{Definition: "fan", IdempotencyKey: "start-1"}
+			first := start(t, e, req)
+			clk.Advance(tc.advance)
+			veena.DrainAbandoned(ctx, e)
+			if kept := start(t, e, req).ID == first.ID; kept != tc.kept {
+				t.Fatalf("after %v the first result answers the retry: %v, want %v", tc.advance, kept, tc.kept)
+			}
+		})
+	}
+}
+
 // TestInboxAcrossEngines: while another transaction holds a tree in
 // PostgreSQL, commands from two engines queue in its inbox instead of
 // waiting on the lock, and are applied in arrival order once it is free.

@@ -117,7 +117,8 @@ type StartRequest struct {
 	Env        map[string]any // attribute values: string, bool, numbers, time.Time, json.Number, Value
 	// Context routes incoming events to this process (see SendEvent).
 	Context map[string]string
-	// IdempotencyKey, if set, makes a retry of the same start return the first result.
+	// IdempotencyKey, if set, makes a retry of the same start return the
+	// first result (for Options.IdempotencyTTL).
 	IdempotencyKey string
 }
 

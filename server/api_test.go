@@ -38,6 +38,7 @@ func TestAPI(t *testing.T) {
 		{"idempotency", testIdempotency},
 		{"concurrent completes", testConcurrentCompletes},
 		{"operations", testOperations},
+		{"inbox gauge", testInboxGauge},
 		{"conflict", testConflict},
 		{"incoming events", testIncomingEvents},
 	}

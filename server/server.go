@@ -44,6 +44,7 @@ type Engine interface {
 	PatchTokenEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]veena.Value, error)
 	SendEvent(ctx context.Context, req veena.EventRequest) (*veena.Process, error)
 	Ready(ctx context.Context) error
+	WaitingCommands(ctx context.Context) (int, error)
 }
 
 // Config configures a Server.
@@ -109,7 +110,7 @@ func New(cfg Config) *Server {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, api: http.NewServeMux(), closing: make(chan struct{})}
-	s.metrics = newMetrics(cfg.Registry)
+	s.metrics = newMetrics(cfg.Registry, cfg.Engine, cfg.Logger)
 
 	s.handle("POST", "/api/v1/definitions", auth.RoleAdmin, s.loadDefinition)
 	s.handle("GET", "/api/v1/definitions", auth.RoleViewer, s.listDefinitions)

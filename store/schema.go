@@ -4,17 +4,26 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strconv"
+	"strings"
 )
 
 // Migrations reads the SQL migrations of a backend: the files of dir in
 // fsys, in name order. Migration i+1 brings a schema from version i to i+1.
+// A database records only how many migrations it has run, so the files
+// must be numbered 1, 2, 3… (001_name.sql) with no gap or repeat: a file
+// added later in between would be skipped by the databases already past it.
 func Migrations(fsys fs.FS, dir string) ([]string, error) {
 	entries, err := fs.ReadDir(fsys, dir) // sorted by name
 	if err != nil {
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
 	out := make([]string, 0, len(entries))
-	for _, e := range entries {
+	for i, e := range entries {
+		num, _, _ := strings.Cut(e.Name(), "_")
+		if n, err := strconv.Atoi(num); err != nil || n != i+1 {
+			return nil, fmt.Errorf("migration %s should be numbered %d: migrations are numbered in order with no gap or repeat", e.Name(), i+1)
+		}
 		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)

@@ -185,6 +185,13 @@ type Store interface {
 	// PurgeCommands deletes the done commands finished before before and
 	// returns how many it deleted.
 	PurgeCommands(ctx context.Context, before time.Time) (int, error)
+	// WaitingCommands counts the commands of every inbox that are not done.
+	WaitingCommands(ctx context.Context) (int, error)
+
+	// PurgeKeys deletes the idempotency records created (PutKey's at)
+	// before before and returns how many it deleted: a command retried
+	// with a purged key runs again.
+	PurgeKeys(ctx context.Context, before time.Time) (int, error)
 }
 
 // Tx is the inside of an Update.
@@ -194,8 +201,9 @@ type Tx interface {
 	// for this transaction (a concurrent Update with the same key waits for
 	// this one) and returns false.
 	Key(ctx context.Context, key string) (result []byte, found bool, err error)
-	// PutKey records the result of the command that reserved key.
-	PutKey(ctx context.Context, key string, result []byte) error
+	// PutKey records the result of the command that reserved key, created
+	// at at (the time PurgeKeys compares).
+	PutKey(ctx context.Context, key string, result []byte, at time.Time) error
 
 	// LockTree locks a process tree for the rest of the transaction,
 	// queueing behind other holders, and returns its TreeVersion.

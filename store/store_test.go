@@ -3,6 +3,7 @@ package store_test
 import (
 	"slices"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,5 +61,33 @@ func TestAppendEventsAfter(t *testing.T) {
 	}
 	if _, err := store.AppendEventsAfter(nil, "p", []byte("[[1]]"), 0, 0); err == nil {
 		t.Error("a malformed record decoded without error")
+	}
+}
+
+func TestMigrationsNumbering(t *testing.T) {
+	sql := &fstest.MapFile{Data: []byte("SELECT 1;")}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		ok    bool
+	}{
+		{"in order", []string{"001_a.sql", "002_b.sql", "003_c.sql"}, true},
+		{"a gap", []string{"001_a.sql", "002_b.sql", "004_d.sql"}, false},
+		{"a repeat", []string{"001_a.sql", "002_b.sql", "002_c.sql"}, false},
+		{"not numbered", []string{"001_a.sql", "b.sql"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for _, f := range tc.files {
+				fsys["m/"+f] = sql
+			}
+			migs, err := store.Migrations(fsys, "m")
+			if tc.ok && (err != nil || len(migs) != len(tc.files)) {
+				t.Fatalf("%d migrations, %v", len(migs), err)
+			}
+			if !tc.ok && err == nil {
+				t.Fatalf("%v read without an error", tc.files)
+			}
+		})
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +43,8 @@ type serveOptions struct {
 	drain       time.Duration
 	maxBody     int64
 	tune        storeTuning
+	// idempotencyTTL is --idempotency-ttl as given (see parseTTL).
+	idempotencyTTL string
 }
 
 func newServeCmd() *cobra.Command {
@@ -81,6 +85,7 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 	f.Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "request body limit in bytes")
 	f.IntVar(&o.tune.groupCommit, "group-commit", 0, "how many concurrent commands may share one commit (default: 64 on SQLite, 1 (none) on PostgreSQL)")
 	f.StringVar(&o.tune.synchronous, "sync", "", "SQLite's synchronous level: full (default; every commit reaches the disk) or normal (WAL: a power loss may lose the last commits)")
+	f.StringVar(&o.idempotencyTTL, "idempotency-ttl", "7d", "how long a command's result is kept for retries with its idempotency key (a duration such as 72h or 30d, or \"forever\"); a retry after that runs the command again")
 	return cmd
 }
 
@@ -93,6 +98,36 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseTTL reads a lifetime given on the command line: a duration (72h,
+// 90m), a whole number of days (30d), or "forever" (returned as -1, which
+// veena.Options reads as no expiry). "" is the engine's default (0).
+func parseTTL(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return 0, nil
+	case strings.EqualFold(s, "forever"):
+		return -1, nil
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n > math.MaxInt64/int64(24*time.Hour) {
+			return 0, fmt.Errorf("%q: want a duration such as 72h or 30d, or \"forever\"", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 72h or 30d, or \"forever\"", s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q: want a duration above zero (or \"forever\" to keep results for good)", s)
+	}
+	return d, nil
 }
 
 // isPostgres reports whether a --db value is a PostgreSQL URL.
@@ -143,6 +178,11 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 		return fmt.Errorf("veena serve: --sync %q: want full or normal", o.tune.synchronous)
 	}
 
+	ttl, err := parseTTL(o.idempotencyTTL)
+	if err != nil {
+		return fmt.Errorf("veena serve: --idempotency-ttl: %w", err)
+	}
+
 	if len(o.tokens) == 0 {
 		o.tokens = splitList(env("VEENA_TOKENS", ""))
 	}
@@ -162,7 +202,7 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if err != nil {
 		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
 	}
-	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions})
+	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl})
 	if err != nil {
 		_ = st.Close()
 		return fmt.Errorf("veena serve: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -72,6 +73,34 @@ func (s *Store) PurgeCommands(_ context.Context, before time.Time) (int, error) 
 		return c.Done && c.DoneAt.Before(before)
 	})
 	return n - len(s.inbox.commands), nil
+}
+
+// WaitingCommands counts the commands not done.
+func (s *Store) WaitingCommands(context.Context) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, store.Unavailable("memstore", errors.New("closed"))
+	}
+	n := 0
+	for _, c := range s.inbox.commands {
+		if !c.Done {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PurgeKeys deletes the idempotency records created before before.
+func (s *Store) PurgeKeys(_ context.Context, before time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, store.Unavailable("memstore", errors.New("closed"))
+	}
+	n := len(s.keys)
+	maps.DeleteFunc(s.keys, func(_ string, r keyRecord) bool { return r.createdAt.Before(before) })
+	return n - len(s.keys), nil
 }
 
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {

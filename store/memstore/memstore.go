@@ -32,10 +32,16 @@ type Store struct {
 	contexts map[string]map[string]string // process -> executing context
 	uniques  map[string]string            // key\x00value -> process
 	uniqueOf map[string][]string          // process -> unique entries
-	keys     map[string][]byte
+	keys     map[string]keyRecord
 	inbox    inbox
 	closed   bool
 	seq      int64
+}
+
+// keyRecord is the result of the command that used an idempotency key.
+type keyRecord struct {
+	result    []byte
+	createdAt time.Time
 }
 
 type timerKey struct {
@@ -54,7 +60,7 @@ func New() *Store {
 		contexts: map[string]map[string]string{},
 		uniques:  map[string]string{},
 		uniqueOf: map[string][]string{},
-		keys:     map[string][]byte{},
+		keys:     map[string]keyRecord{},
 	}
 }
 
@@ -145,15 +151,15 @@ func (t *tx) Key(_ context.Context, key string) ([]byte, bool, error) {
 	t.s.mu.RLock()
 	defer t.s.mu.RUnlock()
 	r, ok := t.s.keys[key]
-	return r, ok, nil
+	return r.result, ok, nil
 }
 
-func (t *tx) PutKey(_ context.Context, key string, result []byte) error {
+func (t *tx) PutKey(_ context.Context, key string, result []byte, at time.Time) error {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, had := s.keys[key]
-	s.keys[key] = slices.Clone(result)
+	s.keys[key] = keyRecord{result: slices.Clone(result), createdAt: at}
 	t.undo = append(t.undo, func() {
 		if had {
 			s.keys[key] = old

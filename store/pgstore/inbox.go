@@ -59,6 +59,26 @@ func (s *Store) PurgeCommands(ctx context.Context, before time.Time) (int, error
 	return int(tag.RowsAffected()), nil
 }
 
+// WaitingCommands counts the commands not done (through the inbox_pending
+// index).
+func (s *Store) WaitingCommands(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM inbox WHERE NOT done`).Scan(&n); err != nil {
+		return 0, classify(err)
+	}
+	return n, nil
+}
+
+// PurgeKeys deletes the idempotency records created before before. A
+// retry of a key being deleted waits for the deletion and then runs again.
+func (s *Store) PurgeKeys(ctx context.Context, before time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency WHERE created_at < $1`, before.UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency records: %w", classify(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // TryLockTree locks the root row without waiting (NOWAIT) and checks the
 // inbox in the same statement.
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {

@@ -606,8 +606,9 @@ func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
 	return res, true, nil
 }
 
-func (t *tx) PutKey(ctx context.Context, key string, result []byte) error {
-	t.write(rowKey("idempotency", key), `INSERT INTO idempotency (key, result) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET result = excluded.result`, key, result)
+func (t *tx) PutKey(ctx context.Context, key string, result []byte, at time.Time) error {
+	t.write(rowKey("idempotency", key), `INSERT INTO idempotency (key, result, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET result = excluded.result, created_at = excluded.created_at`, key, result, at.UnixNano())
 	return nil
 }
 

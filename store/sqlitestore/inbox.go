@@ -73,6 +73,43 @@ func (s *Store) PurgeCommands(ctx context.Context, before time.Time) (int, error
 	return int(n), err
 }
 
+// WaitingCommands counts the commands not done (through the inbox_pending
+// index).
+func (s *Store) WaitingCommands(ctx context.Context) (int, error) {
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE done = 0`).Scan(&n); err != nil {
+		return 0, readErr(err)
+	}
+	return n, nil
+}
+
+// purgeBatch is how many idempotency records PurgeKeys deletes in one
+// transaction: the writer runs no command while it deletes, and after an
+// upgrade every older record expires at the same time.
+const purgeBatch = 1000
+
+// PurgeKeys deletes the idempotency records created before before, a batch
+// per transaction, so that commands go on between the batches.
+func (s *Store) PurgeKeys(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		var n int64
+		err := s.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+			res, err := s.exec(ctx, `DELETE FROM idempotency WHERE key IN
+				(SELECT key FROM idempotency WHERE created_at < ? LIMIT ?)`, before.UnixNano(), purgeBatch)
+			if err != nil {
+				return fmt.Errorf("purge idempotency records: %w", err)
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += int(n)
+		if err != nil || n < purgeBatch {
+			return total, err
+		}
+	}
+}
+
 // TryLockTree: the writer already holds every tree, so only the inbox can
 // make the tree busy. One statement reads the version and the inbox.
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {

@@ -691,8 +691,8 @@ func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
 	return res, true, nil
 }
 
-func (t *tx) PutKey(ctx context.Context, key string, result []byte) error {
-	_, err := t.s.run(`INSERT INTO idempotency (key, result) VALUES (?, ?)`, key, result)
+func (t *tx) PutKey(ctx context.Context, key string, result []byte, at time.Time) error {
+	_, err := t.s.run(`INSERT INTO idempotency (key, result, created_at) VALUES (?, ?, ?)`, key, result, at.UnixNano())
 	return err
 }
 

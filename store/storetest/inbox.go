@@ -160,3 +160,52 @@ func testInbox(t *testing.T, s store.Store) {
 		t.Fatalf("command finished after the cut: %v", err)
 	}
 }
+
+// testWaitingCommands: WaitingCommands counts the commands of every inbox
+// that are not done; a failed Update changes nothing.
+func testWaitingCommands(t *testing.T, s store.Store) {
+	c := ctx(t)
+	waiting := func(want int) {
+		t.Helper()
+		if n, err := s.WaitingCommands(c); err != nil || n != want {
+			t.Fatalf("waiting commands: %d, %v; want %d", n, err, want)
+		}
+	}
+	waiting(0)
+	put(t, s, proc("r1", "r1", "", 0), proc("r2", "r2", "", 0))
+	cmds := []*store.Command{
+		{Root: "r1", Payload: []byte("1"), EnqueuedAt: t0},
+		{Root: "r1", Payload: []byte("2"), EnqueuedAt: t0},
+		{Root: "r2", Payload: []byte("3"), EnqueuedAt: t0},
+	}
+	for _, cmd := range cmds {
+		if err := s.Enqueue(c, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting(3)
+	finish := func(cmd *store.Command, fail error) error {
+		return s.Update(c, func(c context.Context, tx store.Tx) error {
+			if _, err := tx.LockTree(c, cmd.Root); err != nil {
+				return err
+			}
+			if err := tx.FinishCommand(c, cmd.Seq, []byte("ok"), t0.Add(time.Second)); err != nil {
+				return err
+			}
+			return fail
+		})
+	}
+	if err := finish(cmds[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	waiting(2)
+	boom := errors.New("boom")
+	if err := finish(cmds[2], boom); !errors.Is(err, boom) {
+		t.Fatalf("failed update: %v", err)
+	}
+	waiting(2)
+	if _, err := s.PurgeCommands(c, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waiting(2)
+}

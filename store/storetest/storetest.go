@@ -35,12 +35,14 @@ func Run(t *testing.T, open Open) {
 		{"Processes", testProcesses},
 		{"Events", testEvents},
 		{"IdempotencyKeys", testKeys},
+		{"PurgeKeys", testPurgeKeys},
 		{"Contexts", testContexts},
 		{"Timers", testTimers},
 		{"OneWriterPerTree", testOneWriter},
 		{"ConcurrentFailuresAreIsolated", testIsolatedFailures},
 		{"ConcurrentKeys", testConcurrentKeys},
 		{"Inbox", testInbox},
+		{"WaitingCommands", testWaitingCommands},
 		{"StoredRewrite", testStoredRewrite},
 		{"ExpectTree", testExpectTree},
 	}
@@ -210,7 +212,7 @@ func testFailedUpdate(t *testing.T, s store.Store) {
 		if err := tx.PutContext(c, "p1", map[string]string{"k": "v"}, []string{"k"}); err != nil {
 			return err
 		}
-		if err := tx.PutKey(c, "key", []byte("r")); err != nil {
+		if err := tx.PutKey(c, "key", []byte("r"), t0); err != nil {
 			return err
 		}
 		return boom
@@ -390,7 +392,7 @@ func testKeys(t *testing.T, s store.Store) {
 		if err != nil || found {
 			return fmt.Errorf("new key: found %v, err %v", found, err)
 		}
-		return tx.PutKey(c, "k1", []byte(`{"id":"p1"}`))
+		return tx.PutKey(c, "k1", []byte(`{"id":"p1"}`), t0)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -404,6 +406,98 @@ func testKeys(t *testing.T, s store.Store) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// errLookup ends the Update of a key look-up, so that it keeps no
+// reservation of the key.
+var errLookup = errors.New("looked up")
+
+// lookupKey returns the result recorded under key, and whether there is one.
+func lookupKey(t *testing.T, s store.Store, key string) (string, bool) {
+	t.Helper()
+	var res []byte
+	var found bool
+	err := s.Update(ctx(t), func(c context.Context, tx store.Tx) (err error) {
+		if res, found, err = tx.Key(c, key); err != nil {
+			return err
+		}
+		return errLookup
+	})
+	if !errors.Is(err, errLookup) {
+		t.Fatalf("look up key %s: %v", key, err)
+	}
+	return string(res), found
+}
+
+// putKeys records the result of each key, created at at.
+func putKeys(t *testing.T, s store.Store, at time.Time, keys ...string) {
+	t.Helper()
+	err := s.Update(ctx(t), func(c context.Context, tx store.Tx) error {
+		for _, k := range keys {
+			if _, found, err := tx.Key(c, k); err != nil || found {
+				return fmt.Errorf("key %s: found %v, err %v", k, found, err)
+			}
+			if err := tx.PutKey(c, k, []byte("result of "+k), at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("put keys: %v", err)
+	}
+}
+
+// testPurgeKeys: PurgeKeys deletes the idempotency records created before
+// the cut, only; a purged key is free for a new command.
+func testPurgeKeys(t *testing.T, s store.Store) {
+	c := ctx(t)
+	putKeys(t, s, t0, "old")
+	putKeys(t, s, t0.Add(time.Hour), "cut")
+	putKeys(t, s, t0.Add(2*time.Hour), "new")
+
+	n, err := s.PurgeKeys(c, t0.Add(time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("purge before the second record: %d, %v; want 1", n, err)
+	}
+	if res, found := lookupKey(t, s, "old"); found {
+		t.Fatalf("purged key still answers %q", res)
+	}
+	for _, k := range []string{"cut", "new"} {
+		if res, found := lookupKey(t, s, k); !found || res != "result of "+k {
+			t.Fatalf("key %s created at or after the cut: %q, found %v", k, res, found)
+		}
+	}
+	if n, err := s.PurgeKeys(c, t0.Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("purging again: %d, %v; want 0", n, err)
+	}
+
+	// The purged key records the next command that uses it.
+	err = s.Update(c, func(c context.Context, tx store.Tx) error {
+		if _, found, err := tx.Key(c, "old"); err != nil || found {
+			return fmt.Errorf("purged key: found %v, err %v", found, err)
+		}
+		return tx.PutKey(c, "old", []byte("again"), t0.Add(3*time.Hour))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, found := lookupKey(t, s, "old"); !found || res != "again" {
+		t.Fatalf("key used again after its purge: %q, found %v", res, found)
+	}
+
+	// Many records at one time (as after an upgrade) go in one call.
+	many := make([]string, 1500)
+	for i := range many {
+		many[i] = "many-" + strconv.Itoa(i)
+	}
+	putKeys(t, s, t0, many...)
+	if n, err := s.PurgeKeys(c, t0.Add(time.Minute)); err != nil || n != len(many) {
+		t.Fatalf("purging %d records at once: %d, %v", len(many), n, err)
+	}
+	if n, err := s.PurgeKeys(c, t0.Add(24*time.Hour)); err != nil || n != 3 {
+		t.Fatalf("purging the rest: %d, %v; want 3", n, err)
 	}
 }
 
@@ -639,7 +733,7 @@ func testConcurrentKeys(t *testing.T, s store.Store) {
 					return err
 				}
 				res = id
-				return tx.PutKey(c, "start-1", []byte(id))
+				return tx.PutKey(c, "start-1", []byte(id), t0)
 			})
 			if err != nil {
 				t.Errorf("update: %v", err)
