@@ -457,10 +457,14 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 }
 
 // committed makes a committed command's tree the cached one and tells
-// subscribers its events.
+// subscribers its events. A finished tree is not kept: no command changes
+// it any more, and the trees of finished processes would crowd out those
+// still running (and cost the garbage collector their scanning).
 func (e *Engine) committed(p *plan) {
 	if p.tree != nil {
-		e.cache.put(p.tree.root.ID, p.tree)
+		if s := p.tree.root.State; s != kernel.Completed && s != kernel.Canceled {
+			e.cache.put(p.tree.root.ID, p.tree)
+		}
 		e.publish(p.storeEv)
 	}
 }
