@@ -11,3 +11,6 @@ func HoldTree(ctx context.Context, e *Engine, root string) (func(), error) {
 
 // DrainAbandoned runs one round of the background loop's inbox work.
 func DrainAbandoned(ctx context.Context, e *Engine) { e.drainAbandoned(ctx) }
+
+// Cached tells whether the engine keeps the tree rooted at root decoded.
+func Cached(e *Engine, root string) bool { return e.cache.has(root) }
