@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,14 +50,31 @@ func TestWALStaysBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	updates, _ := s.Stats()
-	// 2048-byte pages; the writer finishes a checkpoint once the WAL holds
+	page := walPageSize(t, path+"-wal")
+	// The writer finishes a checkpoint once the WAL holds
 	// 4000 frames, or itself after 8000, and may write some more before
 	// the next transaction; on a loaded machine the background checkpoint
 	// lags further. Without the finishing checkpoints the WAL grows by
 	// every frame written: some hundred thousand here, several frames an
 	// update. The bound tells the two apart with room for a slow machine.
-	if limit := int64(40000 * (2048 + 24)); fi.Size() > limit {
+	if limit := 40000 * (page + 24); fi.Size() > limit {
 		t.Fatalf("after %d updates the WAL is %d bytes, over %d", updates, fi.Size(), limit)
 	}
 	t.Logf("%d updates, WAL %d bytes", updates, fi.Size())
+}
+
+// walPageSize reads the page size from a WAL file's header (bytes 8-11,
+// big-endian).
+func walPageSize(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [12]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return int64(binary.BigEndian.Uint32(hdr[8:]))
 }

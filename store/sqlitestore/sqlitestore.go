@@ -52,20 +52,22 @@ type Options struct {
 	// MaxPageCount, if set, caps the database file at that many pages
 	// (PRAGMA max_page_count); writes beyond it fail as a full disk does.
 	MaxPageCount int
-	// PageSize is the page size of a new database file (default 2048; an
+	// PageSize is the page size of a new database file (default 4096; an
 	// existing file keeps its own). Every page a command changes is
-	// written to the WAL whole, and the rows of a command are small: small
-	// pages write fewer bytes per command, larger ones fit larger rows
-	// without overflow pages.
+	// written to the WAL whole, so small pages write fewer bytes per
+	// command; but a row of a WITHOUT ROWID table (processes, events)
+	// larger than about a quarter of a page spills into overflow pages,
+	// each another page written.
 	PageSize int
 }
 
-// defaultPageSize is Options.PageSize's default: on the bench workloads
-// (veena bench, wait and split10) it beats SQLite's 4096 by some 10-15% of
-// commands/s without group commit and a few % with it (a command changes a
-// handful of pages, with a row of a few hundred bytes in each), and 1024
-// loses (process rows overflow).
-const defaultPageSize = 2048
+// defaultPageSize is Options.PageSize's default, SQLite's own. With 2048
+// the rows of a ten-branch split (a process snapshot of a few hundred
+// bytes) and of a ten-node automatic process (an event record of 450
+// bytes) overflow: veena bench measured split10 at 0.32-0.39 of the raw
+// commit rate with 2048 and 0.51-0.68 with 4096 (SQLite NORMAL, no group
+// commit), auto10 at 0.25-0.27 and 0.27-0.32, and wait alike.
+const defaultPageSize = 4096
 
 // Store is a SQLite database.
 type Store struct {
