@@ -98,16 +98,12 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 	return v, nil
 }
 
-// ExpectTree sends nothing yet: the check rides on the command's UPDATE
-// of the root row, which only matches the row at version with an empty
-// inbox, and the statement divides by zero unless it matched (see
-// statement.go); the division's error, mapped to ErrStale, aborts the
-// command's writes. Without such an UPDATE the check is a statement of its
-// own, which locks the row without waiting (a held row: ErrBusy).
-//
-// The UPDATE itself waits for a row another transaction has locked, as
-// any UPDATE: when that transaction ends the row has moved on and the
-// command is stale, or it has not and the command goes on.
+// ExpectTree sends nothing yet: the check rides on the statement of the
+// command's UPDATE of the root row (see statement.go), which locks the row
+// without waiting (a held row: ErrBusy) if it is at version with an empty
+// inbox, and divides by zero unless the UPDATE matched it (ErrStale); the
+// error aborts all of the command's writes. Without such an UPDATE the
+// check is a statement of its own, the same lock and division.
 func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
 	t.expecting, t.expectRoot, t.expectVersion = true, root, version
 	return nil
