@@ -194,6 +194,7 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if err != nil {
 		return fmt.Errorf("veena serve: %w", err)
 	}
+	authn.SetLogger(logger)
 	if !authn.Configured() && !server.IsLoopbackAddr(o.addr) {
 		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens: an open server may listen on loopback only (e.g. --addr %s).\n  Create a token with `veena token create --role admin --name me` or pass --token ROLE=SECRET", o.addr, DefaultAddr)
 	}

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -226,6 +227,30 @@ type Authenticator struct {
 	size     int64
 	checked  time.Time
 	fileErr  error
+	log      *slog.Logger // told when the token file breaks and when it is read again
+}
+
+// SetLogger makes the authenticator say on log when the token file turns
+// unreadable while the server runs (every token of it is refused from then
+// on: it fails closed) and when it can be read again.
+func (a *Authenticator) SetLogger(log *slog.Logger) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.log = log
+}
+
+// setFileErr records the token file's state and logs a change of it; the
+// caller holds mu.
+func (a *Authenticator) setFileErr(err error) {
+	if a.log != nil {
+		switch {
+		case err != nil && (a.fileErr == nil || a.fileErr.Error() != err.Error()):
+			a.log.Error("auth: the token file cannot be used; its tokens are refused until it is fixed", "err", err)
+		case err == nil && a.fileErr != nil:
+			a.log.Info("auth: the token file can be read again", "path", a.path)
+		}
+	}
+	a.fileErr = err
 }
 
 // NewAuthenticator returns an authenticator over the token file at path
@@ -266,11 +291,12 @@ func (a *Authenticator) reload(force bool) error {
 	a.checked = now
 	fi, err := os.Stat(a.path)
 	if errors.Is(err, os.ErrNotExist) {
-		a.fromFile, a.fileErr, a.modTime, a.size = nil, nil, time.Time{}, 0
+		a.fromFile, a.modTime, a.size = nil, time.Time{}, 0
+		a.setFileErr(nil)
 		return nil
 	}
 	if err != nil {
-		a.fileErr = fmt.Errorf("token file: %w", err)
+		a.setFileErr(fmt.Errorf("token file: %w", err))
 		return a.fileErr
 	}
 	if !force && fi.ModTime().Equal(a.modTime) && fi.Size() == a.size && a.fileErr == nil {
@@ -279,7 +305,8 @@ func (a *Authenticator) reload(force bool) error {
 	f, err := ReadFile(a.path)
 	if err != nil {
 		// Keep no tokens from a broken file: fail closed.
-		a.fromFile, a.fileErr = nil, err
+		a.fromFile = nil
+		a.setFileErr(err)
 		return err
 	}
 	list := make([]stored, 0, len(f.Tokens))
@@ -287,14 +314,16 @@ func (a *Authenticator) reload(force bool) error {
 		r, _ := ParseRole(e.Role)
 		raw, err := hex.DecodeString(e.Hash)
 		if err != nil || len(raw) != 32 {
-			a.fromFile, a.fileErr = nil, fmt.Errorf("token file %s: token %q has a malformed hash", a.path, e.Name)
+			a.fromFile = nil
+			a.setFileErr(fmt.Errorf("token file %s: token %q has a malformed hash", a.path, e.Name))
 			return a.fileErr
 		}
 		var h [32]byte
 		copy(h[:], raw)
 		list = append(list, stored{name: e.Name, role: r, hash: h})
 	}
-	a.fromFile, a.fileErr, a.modTime, a.size = list, nil, fi.ModTime(), fi.Size()
+	a.fromFile, a.modTime, a.size = list, fi.ModTime(), fi.Size()
+	a.setFileErr(nil)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +73,47 @@ func TestRoles(t *testing.T) {
 	}
 	if r, err := ParseRole("Operator"); err != nil || r != RoleOperator {
 		t.Fatalf("ParseRole: %v %v", r, err)
+	}
+}
+
+// TestBrokenFileIsLogged: a token file that breaks while the server runs
+// is said on the log once, with the reason, and so is its repair.
+func TestBrokenFileIsLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	secret, err := Create(path, "ci", RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAuthenticator(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	a.SetLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		a.reload(true)
+	}
+	if _, ok := a.Check(secret); ok {
+		t.Fatal("a token of a broken file was accepted")
+	}
+	if n := strings.Count(buf.String(), "level=ERROR"); n != 1 || !strings.Contains(buf.String(), "tokens.json") {
+		t.Fatalf("want one error naming the file, have:\n%s", buf.String())
+	}
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.reload(true)
+	if _, ok := a.Check(secret); !ok {
+		t.Fatal("the repaired file's token was refused")
+	}
+	if !strings.Contains(buf.String(), "can be read again") {
+		t.Fatalf("the repair was not logged:\n%s", buf.String())
 	}
 }
