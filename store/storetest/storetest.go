@@ -561,9 +561,21 @@ func testTimers(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
+	// Replacing keeps no timer of before, also where a token keeps its
+	// timer with another due time, and also twice in one Update.
+	set("p1", store.Timer{Process: "p1", Root: "p1", Token: 1, DueAt: t0.Add(time.Hour)},
+		store.Timer{Process: "p1", Root: "p1", Token: 7, DueAt: t0.Add(time.Hour)})
 	set("p1", store.Timer{Process: "p1", Root: "p1", Token: 1, DueAt: t0.Add(time.Minute)},
 		store.Timer{Process: "p1", Root: "p1", Token: 2, DueAt: t0.Add(3 * time.Minute)})
-	set("p2", store.Timer{Process: "p2", Root: "p2", Token: 0, DueAt: t0.Add(2 * time.Minute)})
+	err := s.Update(c, func(c context.Context, tx store.Tx) error {
+		if err := tx.ReplaceTimers(c, "p2", []store.Timer{{Process: "p2", Root: "p2", Token: 0, DueAt: t0.Add(time.Hour)}}); err != nil {
+			return err
+		}
+		return tx.ReplaceTimers(c, "p2", []store.Timer{{Process: "p2", Root: "p2", Token: 0, DueAt: t0.Add(2 * time.Minute)}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	next, err := s.NextTimer(c)
 	if err != nil || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("NextTimer: %v %v", next, err)
