@@ -29,11 +29,17 @@ type piece struct {
 	sql  string // with its own $1, $2, … placeholders
 	args []any
 	key  string // the rows it writes (see rowKey), to keep two writes of a row apart
-	// check is set on an UPDATE of a root row ending in "WHERE id = $1"
-	// that carries ExpectTree's check: the tree must be at expect.
+	// check is set on an UPDATE of the row of root, ending in its WHERE
+	// clause, that carries ExpectTree's check: the tree must be at expect.
 	check  bool
+	root   string
 	expect int64
 }
+
+// lockExpected locks the row of root $1 without waiting if the tree is at
+// version $2 with an empty inbox; it finds no row otherwise.
+const lockExpected = `SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id AND p.tree_version = $2
+	AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done) FOR UPDATE OF p NOWAIT`
 
 // maxParams bounds the placeholders of one joined statement (the protocol
 // allows 65,535).
@@ -77,7 +83,7 @@ func (t *tx) writeRoot(id string, sql string, args ...any) {
 	t.write(rowKey("processes", id), sql, args...)
 	if t.expecting && t.expectRoot == id {
 		p := &t.pending[len(t.pending)-1]
-		p.check, p.expect = true, t.expectVersion
+		p.check, p.root, p.expect = true, id, t.expectVersion
 		t.expecting = false
 	}
 }
@@ -88,9 +94,7 @@ func (t *tx) end() {
 	if t.expecting {
 		t.expecting = false
 		t.seal()
-		t.b.Queue(`SELECT 1 / count(*)::int FROM (SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id
-			AND p.tree_version = $2 AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done)
-			FOR UPDATE OF p NOWAIT) AS expected`, t.expectRoot, t.expectVersion)
+		t.b.Queue(`SELECT 1 / count(*)::int FROM (`+lockExpected+`) AS expected`, t.expectRoot, t.expectVersion)
 		t.owners = append(t.owners, t.cur)
 	}
 	t.seal()
@@ -110,14 +114,13 @@ func (t *tx) seal() {
 		t.b.Queue(t.pending[0].sql, t.pending[0].args...)
 	default:
 		var sb strings.Builder
-		args := make([]any, 0, t.params+1)
-		checked := 0
+		args := make([]any, 0, t.params+2)
 		sb.WriteString("WITH ")
-		if c := slices.IndexFunc(t.pending, func(p piece) bool { return p.check }); c >= 0 {
+		checked := slices.IndexFunc(t.pending, func(p piece) bool { return p.check })
+		if checked >= 0 {
 			// The lock comes first: the UPDATE refers to it.
-			args = append(args, t.pending[c].args[0], t.pending[c].expect)
-			sb.WriteString(`l AS (SELECT 1 FROM processes p WHERE p.id = $1 AND p.root_id = p.id AND p.tree_version = $2
-				AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND NOT i.done) FOR UPDATE OF p NOWAIT), `)
+			args = append(args, t.pending[checked].root, t.pending[checked].expect)
+			sb.WriteString("l AS (" + lockExpected + "), ")
 		}
 		for i, p := range t.pending {
 			if i > 0 {
@@ -130,13 +133,12 @@ func (t *tx) seal() {
 			args = append(args, p.args...)
 			if p.check {
 				sb.WriteString(" AND EXISTS (SELECT 1 FROM l) RETURNING 1")
-				checked = i + 1
 			}
 			sb.WriteString(")")
 		}
-		if checked > 0 {
+		if checked >= 0 {
 			sb.WriteString(" SELECT 1 / count(*)::int FROM w")
-			sb.WriteString(strconv.Itoa(checked))
+			sb.WriteString(strconv.Itoa(checked + 1))
 		} else {
 			sb.WriteString(" SELECT 1")
 		}
