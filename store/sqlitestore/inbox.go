@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -113,24 +114,27 @@ func (s *Store) PurgeKeys(ctx context.Context, before time.Time) (int, error) {
 // TryLockTree: the writer already holds every tree, so only the inbox can
 // make the tree busy. One statement reads the version and the inbox.
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
-	st, err := t.s.stmt(ctx, `SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND i.done = 0)
-		FROM processes p WHERE p.id = ? AND p.root_id = p.id`)
+	var row [2]driver.Value
+	found, err := t.s.queryRow(qTreeVersion, row[:], root)
 	if err != nil {
 		return 0, err
 	}
-	var v int64
-	var busy bool
-	err = st.QueryRowContext(ctx, root).Scan(&v, &busy)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	if !found {
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
-	case err != nil:
-		return 0, classify(err)
-	case busy:
+	}
+	v, ok := row[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("process %s: tree version %T", root, row[0])
+	}
+	if busy, _ := row[1].(int64); busy != 0 {
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)
 	}
 	return v, nil
 }
+
+// qTreeVersion reads a tree's version and whether commands wait for it.
+const qTreeVersion = `SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND i.done = 0)
+	FROM processes p WHERE p.id = ? AND p.root_id = p.id`
 
 func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
 	v, err := t.TryLockTree(ctx, root)
