@@ -89,6 +89,10 @@ type Result struct {
 	P99          time.Duration `json:"p99"`
 	TxPerProcess float64       `json:"transactionsPerProcess"`
 	RawCommitsPS float64       `json:"rawCommitsPerSecond"`
+	// WriterBusy is the share of the run SQLite's single writer spent
+	// running batches (0 on other targets): near 1, the writer is what
+	// limits throughput.
+	WriterBusy float64 `json:"writerBusy,omitempty"`
 	// EngineProcesses is the number of worker OS processes that ran the
 	// engines; 0 when they ran in the bench's own process.
 	EngineProcesses int `json:"engineProcesses"`
@@ -235,6 +239,7 @@ type setup struct {
 type database struct {
 	engines []*veena.Engine
 	commits func() int64
+	busy    func() time.Duration // the SQLite writer's busy time so far
 	raw     func(ctx context.Context, clients int, d time.Duration) (float64, error)
 	park    func(ctx context.Context, e *veena.Engine, n int) error
 	close   func()
@@ -271,6 +276,7 @@ func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*datab
 		}
 		db.engines = []*veena.Engine{e}
 		db.commits = func() int64 { _, c := st.Stats(); return c }
+		db.busy = st.WriterBusy
 		db.raw = func(ctx context.Context, clients int, d time.Duration) (float64, error) {
 			return rawSQLite(ctx, path, sync, clients, d)
 		}
@@ -382,12 +388,19 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 	if db.commits != nil {
 		commits0 = db.commits()
 	}
+	var busy0 time.Duration
+	if db.busy != nil {
+		busy0 = db.busy()
+	}
 	var live liveCounters
 	stop := printProgress(progress, func() (int64, int64) { return live.processes.Load(), live.commands.Load() })
 	t := time.Now()
 	lat, errs, _ := runClients(ctx, db.engines, w, cfg.Concurrency, cfg.Duration, &live)
 	res.Elapsed = time.Since(t)
 	stop()
+	if db.busy != nil && res.Elapsed > 0 {
+		res.WriterBusy = float64(db.busy()-busy0) / float64(res.Elapsed)
+	}
 	res.Processes, res.Commands, res.Errors = live.processes.Load(), live.commands.Load(), errs
 	res.summarize(lat)
 	if db.commits != nil && res.Processes > 0 {
@@ -443,8 +456,12 @@ func (res *Result) summarize(lat []time.Duration) {
 
 // finish prints the result's summary and fails the run if every command failed.
 func (res *Result) finish(progress io.Writer) error {
-	fmt.Fprintf(progress, "   %.0f processes/s, %.0f commands/s, p50 %s, p99 %s, %.2f tx/process, raw %.0f commits/s, %d errors\n",
-		res.ProcessesPS, res.CommandsPS, round(res.P50), round(res.P99), res.TxPerProcess, res.RawCommitsPS, res.Errors)
+	busy := ""
+	if res.WriterBusy > 0 {
+		busy = fmt.Sprintf(", writer busy %.0f%%", 100*res.WriterBusy)
+	}
+	fmt.Fprintf(progress, "   %.0f processes/s, %.0f commands/s, p50 %s, p99 %s, %.2f tx/process, raw %.0f commits/s%s, %d errors\n",
+		res.ProcessesPS, res.CommandsPS, round(res.P50), round(res.P99), res.TxPerProcess, res.RawCommitsPS, busy, res.Errors)
 	if res.Errors > 0 && res.Commands == 0 {
 		return errors.New("every command failed")
 	}

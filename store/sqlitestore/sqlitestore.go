@@ -108,6 +108,7 @@ type Store struct {
 	sinceRestart int // frames committed since the writer last checkpointed
 
 	updates, commits atomic.Int64
+	busy             atomic.Int64 // nanoseconds the writer spent on batches
 }
 
 const (
@@ -118,6 +119,12 @@ const (
 
 // Stats reports how many Updates committed and in how many transactions.
 func (s *Store) Stats() (updates, commits int64) { return s.updates.Load(), s.commits.Load() }
+
+// WriterBusy reports how long the writer goroutine has spent running
+// batches, from their first statement to their commit (or rollback): the
+// share of a period it takes tells how near the single writer is to being
+// what limits the store's throughput.
+func (s *Store) WriterBusy() time.Duration { return time.Duration(s.busy.Load()) }
 
 type request struct {
 	ctx  context.Context
@@ -314,7 +321,9 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
+		t0 := time.Now()
 		s.runBatch(ctx, batch)
+		s.busy.Add(int64(time.Since(t0)))
 	}
 }
 
