@@ -116,15 +116,9 @@ func (s *Store) PurgeKeys(ctx context.Context, before time.Time) (int, error) {
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 	var row [2]driver.Value
 	found, err := t.s.queryRow(qTreeVersion, row[:], root)
+	v, err := treeVersion(root, row[0], found, err)
 	if err != nil {
 		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
-	}
-	v, ok := row[0].(int64)
-	if !ok {
-		return 0, fmt.Errorf("process %s: tree version %T", root, row[0])
 	}
 	if busy, _ := row[1].(int64); busy != 0 {
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrBusy)

@@ -710,17 +710,23 @@ func (t *tx) PutKey(ctx context.Context, key string, result []byte, at time.Time
 func (t *tx) LockTree(ctx context.Context, root string) (int64, error) {
 	var row [1]driver.Value
 	found, err := t.s.queryRow(`SELECT tree_version FROM processes WHERE id = ? AND root_id = id`, row[:], root)
+	return treeVersion(root, row[0], found, err)
+}
+
+// treeVersion is the tree version a query of root's row read (found
+// false: there is no such tree).
+func treeVersion(root string, v driver.Value, found bool, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
 	if !found {
 		return 0, fmt.Errorf("process %s: %w", root, store.ErrNotFound)
 	}
-	v, ok := row[0].(int64)
+	n, ok := v.(int64)
 	if !ok {
-		return 0, fmt.Errorf("process %s: tree version %T", root, row[0])
+		return 0, fmt.Errorf("process %s: tree version %T", root, v)
 	}
-	return v, nil
+	return n, nil
 }
 
 func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
