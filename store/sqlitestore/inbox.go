@@ -130,27 +130,46 @@ func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {
 const qTreeVersion = `SELECT p.tree_version, EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = p.id AND i.done = 0)
 	FROM processes p WHERE p.id = ? AND p.root_id = p.id`
 
+// ExpectTree reads nothing yet: the check rides on the request's UPDATE of
+// the root row (PutProcess, SetTreeVersion), which matches only a root at
+// version with an empty inbox. A request that does not update the root
+// row is checked when it ends (checkExpected).
 func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
-	v, err := t.TryLockTree(ctx, root)
+	t.expecting, t.expectRoot, t.expectVersion = true, root, version
+	return nil
+}
+
+// checkExpected makes ExpectTree's check if no UPDATE has made it.
+func (t *tx) checkExpected() error {
+	if !t.expecting {
+		return nil
+	}
+	t.expecting = false
+	v, err := t.TryLockTree(context.Background(), t.expectRoot)
 	if err != nil {
 		return err
 	}
-	return store.CheckVersion(root, v, version)
+	return store.CheckVersion(t.expectRoot, v, t.expectVersion)
 }
 
 func (t *tx) NextCommand(ctx context.Context, root string) (*store.Command, error) {
 	st, err := t.s.stmt(ctx, `SELECT `+sqlstore.CommandColumns+` FROM inbox WHERE root_id = ? AND done = 0 ORDER BY seq LIMIT 1`)
 	if err != nil {
+		t.s.stmtFailed = true
 		return nil, err
 	}
 	c, err := sqlstore.ScanCommand(st.QueryRowContext(ctx, root))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
+	if err != nil {
+		t.s.stmtFailed = true
+	}
 	return c, classify(err)
 }
 
 func (t *tx) FinishCommand(ctx context.Context, seq int64, outcome []byte, at time.Time) error {
+	t.wrote = true
 	res, err := t.s.exec(ctx, `UPDATE inbox SET done = 1, outcome = ?, done_at = ? WHERE seq = ? AND done = 0`, outcome, at.UnixNano(), seq)
 	if err != nil {
 		return err

@@ -4,8 +4,8 @@
 // All writes go through one writer goroutine holding the only writing
 // connection, so commands never meet SQLITE_BUSY. The writer commits
 // concurrent Updates together (group commit): it opens one transaction,
-// runs each Update inside its own savepoint (a failed one is rolled back
-// alone) and commits them with one sync. The writer runs its statements
+// runs the Updates in it and commits them with one sync; an Update that
+// fails leaves nothing behind (see runBatch). The writer runs its statements
 // prepared, on the driver connection directly, and leaves checkpoints to a
 // connection of their own in the background. Reads use a pool of
 // read-only connections and see committed data only.
@@ -89,7 +89,9 @@ type Store struct {
 	dstmts map[string]*dstmt
 	args   []driver.NamedValue // reused argument list
 	buf    []byte              // reused event record
-	status sqlite.DBStatus     // dc's counters
+	// stmtFailed records that a statement failed since runOne last reset it.
+	stmtFailed bool
+	status     sqlite.DBStatus // dc's counters
 
 	// Checkpoints run on a connection of their own, in the background, so
 	// that the writer never waits for the checkpoint's copying and syncs:
@@ -109,6 +111,7 @@ type Store struct {
 
 	updates, commits atomic.Int64
 	busy             atomic.Int64 // nanoseconds the writer spent on batches
+	fallbacks        atomic.Int64 // batches run again with a savepoint per request
 }
 
 const (
@@ -327,6 +330,18 @@ func (s *Store) writer() {
 	}
 }
 
+// runBatch runs a batch of requests in one transaction. A request that
+// fails leaves nothing behind, and the others commit.
+//
+// Savepoints would isolate each request, but they cost every request
+// statements of their own and copies of the pages it changes, and
+// requests rarely fail once they have written: most refusals (a stale or
+// busy tree, an unknown process, a command that changes nothing) come
+// before the first write. So the batch first runs without savepoints; only
+// if a request fails after writing does the writer undo the whole
+// transaction and run the batch again, a savepoint for each request.
+// Requests are functions of what is stored, so the second run fails the
+// same ones.
 func (s *Store) runBatch(ctx context.Context, batch []*request) {
 	var errs1 [1]error
 	errs := errs1[:]
@@ -345,49 +360,34 @@ func (s *Store) runBatch(ctx context.Context, batch []*request) {
 		finish(err)
 		return
 	}
-	single := len(batch) == 1
-	anyOK := false
+	anyOK, undo := false, false
 	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
-			continue
-		}
-		if !single {
-			if _, err := s.run(qSavepoint); err != nil {
-				errs[i] = err
-				continue
-			}
-		}
-		var err error
-		if r.raw != nil {
-			err = r.raw(ctx, s.conn)
-		} else {
-			// The statements run to their end: a cancelled caller must not
-			// interrupt a transaction that other Updates share.
-			err = r.fn(context.WithoutCancel(r.ctx), &tx{s: s})
-		}
-		errs[i] = err
-		if single {
-			anyOK = err == nil
+		var wrote bool
+		errs[i], wrote = s.runOne(ctx, r)
+		if errs[i] == nil {
+			anyOK = true
+		} else if wrote && len(batch) > 1 {
+			undo = true
 			break
 		}
-		if err != nil {
-			if _, rerr := s.run(qRollbackTo); rerr != nil {
-				// The transaction is unusable: give up the whole batch.
-				s.rollback()
-				finish(rerr)
-				return
-			}
-		} else {
-			anyOK = true
+	}
+	if undo {
+		s.fallbacks.Add(1)
+		s.rollback()
+		if _, err := s.run(qBegin); err != nil {
+			finish(err)
+			return
 		}
-		if _, err := s.run(qRelease); err != nil {
+		var err error
+		if anyOK, err = s.runIsolated(ctx, batch, errs); err != nil {
+			// The transaction is unusable: give up the whole batch.
 			s.rollback()
 			finish(err)
 			return
 		}
 	}
 	if !anyOK {
+		// A lone request that failed may have written: keep nothing.
 		s.rollback()
 		finish(nil)
 		return
@@ -405,6 +405,58 @@ func (s *Store) runBatch(ctx context.Context, batch []*request) {
 		}
 	}
 	finish(nil)
+}
+
+// runOne runs one request in the open transaction and tells whether it
+// may have written anything. A raw request that fails counts as written:
+// what it did is not known.
+func (s *Store) runOne(ctx context.Context, r *request) (err error, wrote bool) {
+	if err := r.ctx.Err(); err != nil {
+		return err, false
+	}
+	if r.raw != nil {
+		err := r.raw(ctx, s.conn)
+		return err, err != nil
+	}
+	// The statements run to their end: a cancelled caller must not
+	// interrupt a transaction that other requests share.
+	t := &tx{s: s}
+	s.stmtFailed = false
+	err = r.fn(context.WithoutCancel(r.ctx), t)
+	if err == nil {
+		err = t.checkExpected()
+	}
+	// A statement that failed may have ended the whole transaction (SQLite
+	// rolls it back on a full disk or an I/O error): that counts as a write.
+	return err, t.wrote || s.stmtFailed
+}
+
+// runIsolated runs each request of batch in a savepoint of its own,
+// rolling back to it if the request fails; errs gets each request's
+// error. A failing savepoint statement is returned: the transaction can no
+// longer be trusted.
+func (s *Store) runIsolated(ctx context.Context, batch []*request, errs []error) (anyOK bool, err error) {
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := s.run(qSavepoint); err != nil {
+			return false, err
+		}
+		errs[i], _ = s.runOne(ctx, r)
+		if errs[i] != nil {
+			if _, err := s.run(qRollbackTo); err != nil {
+				return false, err
+			}
+		} else {
+			anyOK = true
+		}
+		if _, err := s.run(qRelease); err != nil {
+			return false, err
+		}
+	}
+	return anyOK, nil
 }
 
 // countFrames adds the WAL frames the writer wrote since it last counted
@@ -573,6 +625,7 @@ func (s *Store) run(q string, args ...any) (driver.Result, error) {
 	res, err := st.ex.ExecContext(context.Background(), s.bind(args))
 	clear(s.args)
 	if err != nil {
+		s.stmtFailed = true
 		return nil, classify(err)
 	}
 	return res, nil
@@ -588,11 +641,13 @@ func (s *Store) queryRow(q string, dest []driver.Value, args ...any) (bool, erro
 	rows, err := st.q.QueryContext(context.Background(), s.bind(args))
 	clear(s.args)
 	if err != nil {
+		s.stmtFailed = true
 		return false, classify(err)
 	}
 	err = rows.Next(dest)
 	if cerr := rows.Close(); err == nil || err == io.EOF {
 		if cerr != nil {
+			s.stmtFailed = true
 			return false, classify(cerr)
 		}
 	}
@@ -600,6 +655,7 @@ func (s *Store) queryRow(q string, dest []driver.Value, args ...any) (bool, erro
 		return false, nil
 	}
 	if err != nil {
+		s.stmtFailed = true
 		return false, classify(err)
 	}
 	return true, nil
@@ -689,8 +745,18 @@ func readErr(err error) error {
 	return store.Unavailable("sqlite read", err)
 }
 
-// tx is the inside of an Update, on the writer connection.
-type tx struct{ s *Store }
+// tx is the inside of an Update: one request's view of the writer's
+// transaction.
+type tx struct {
+	s *Store
+	// wrote records that the request ran a write statement.
+	wrote bool
+	// An ExpectTree check not made yet: it rides on the request's UPDATE
+	// of the root row, or runs when the request ends (checkExpected).
+	expecting     bool
+	expectRoot    string
+	expectVersion int64
+}
 
 func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
 	var row [1]driver.Value
@@ -703,6 +769,7 @@ func (t *tx) Key(ctx context.Context, key string) ([]byte, bool, error) {
 }
 
 func (t *tx) PutKey(ctx context.Context, key string, result []byte, at time.Time) error {
+	t.wrote = true
 	_, err := t.s.run(`INSERT INTO idempotency (key, result, created_at) VALUES (?, ?, ?)`, key, result, at.UnixNano())
 	return err
 }
@@ -730,6 +797,14 @@ func treeVersion(root string, v driver.Value, found bool, err error) (int64, err
 }
 
 func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
+	ps, err := t.tree(ctx, root)
+	if err != nil {
+		t.s.stmtFailed = true
+	}
+	return ps, err
+}
+
+func (t *tx) tree(ctx context.Context, root string) ([]*store.Process, error) {
 	st, err := t.s.stmt(ctx, treeQuery)
 	if err != nil {
 		return nil, err
@@ -757,6 +832,13 @@ const (
 	// A row whose state stays: no index changes.
 	qUpdateProcessSameState = `UPDATE processes SET env = ?, snapshot = ?, event_seq = ?, updated_at = ?, tree_version = ?, context = ?
 		WHERE id = ? AND state = ?`
+
+	// The same for the root of a tree the request expects at a version
+	// (the last parameter) with no commands waiting in its inbox.
+	qUpdateProcessChecked          = qUpdateProcess + " AND " + expectedRoot
+	qUpdateProcessSameStateChecked = qUpdateProcessSameState + " AND " + expectedRoot
+	qSetTreeVersionChecked         = `UPDATE processes SET tree_version = ? WHERE id = ? AND ` + expectedRoot
+	expectedRoot                   = `root_id = id AND tree_version = ? AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = processes.id AND i.done = 0)`
 )
 
 func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
@@ -769,16 +851,27 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 		cv = *c
 	}
 	s := t.s
+	wrote := t.wrote
+	t.wrote = true
 	// A row the engine knows exists is updated in place, its changing
 	// columns only, and without touching the state index when its state
 	// stays. If the row turns out not to be as the engine knew it (another
-	// writer), the upsert below does it.
+	// writer), the upsert below does it. The UPDATE of an expected tree's
+	// root carries the tree check.
 	if p.StoredState != "" {
+		checked := t.expecting && p.ID == t.expectRoot
 		var res driver.Result
-		if p.StoredState == p.State {
+		switch {
+		case checked && p.StoredState == p.State:
+			res, err = s.run(qUpdateProcessSameStateChecked, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
+				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID, p.State, t.expectVersion)
+		case checked:
+			res, err = s.run(qUpdateProcessChecked, p.State, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
+				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID, t.expectVersion)
+		case p.StoredState == p.State:
 			res, err = s.run(qUpdateProcessSameState, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
 				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID, p.State)
-		} else {
+		default:
 			res, err = s.run(qUpdateProcess, p.State, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
 				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID)
 		}
@@ -786,7 +879,19 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
+			if checked {
+				t.expecting = false
+			}
 			return nil
+		}
+		if checked {
+			// Not as expected: checkExpected says why, or it is the row
+			// that is not as the engine knew it. The UPDATE changed
+			// nothing, so a refused request has written no more than before.
+			if err := t.checkExpected(); err != nil {
+				t.wrote = wrote
+				return err
+			}
 		}
 	}
 	_, err = s.run(qUpsertProcess,
@@ -805,11 +910,29 @@ func nullBytes(b []byte) any {
 }
 
 func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
+	wrote := t.wrote
+	t.wrote = true
+	if t.expecting && root == t.expectRoot {
+		res, err := t.s.run(qSetTreeVersionChecked, v, root, t.expectVersion)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			t.expecting = false
+			return nil
+		}
+		// Not as expected: checkExpected says why (the UPDATE changed nothing).
+		if err := t.checkExpected(); err != nil {
+			t.wrote = wrote
+			return err
+		}
+	}
 	_, err := t.s.run(`UPDATE processes SET tree_version = ? WHERE id = ?`, v, root)
 	return err
 }
 
 func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
+	t.wrote = true
 	s := t.s
 	for _, group := range store.GroupEvents(evs) {
 		s.buf = sqlstore.AppendCompactEvents(s.buf[:0], group)
@@ -822,6 +945,7 @@ func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
 }
 
 func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.Timer) error {
+	t.wrote = true
 	if _, err := t.s.run(`DELETE FROM timers WHERE process_id = ?`, process); err != nil {
 		return err
 	}
@@ -835,6 +959,7 @@ func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.T
 }
 
 func (t *tx) PutContext(ctx context.Context, process string, c map[string]string, unique []string) error {
+	t.wrote = true
 	if err := t.DropContext(ctx, process); err != nil {
 		return err
 	}
@@ -854,6 +979,7 @@ func (t *tx) PutContext(ctx context.Context, process string, c map[string]string
 }
 
 func (t *tx) DropContext(ctx context.Context, process string) error {
+	t.wrote = true
 	_, err := t.s.run(`DELETE FROM contexts WHERE process_id = ?`, process)
 	return err
 }
