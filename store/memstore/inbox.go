@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,7 +21,7 @@ func (s *Store) Enqueue(_ context.Context, c *store.Command) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return store.Unavailable("memstore", errors.New("closed"))
+		return errClosed
 	}
 	if p, ok := s.procs[c.Root]; !ok || p.Root != c.Root {
 		return fmt.Errorf("process %s: %w", c.Root, store.ErrNotFound)
@@ -39,6 +38,9 @@ func (s *Store) Enqueue(_ context.Context, c *store.Command) error {
 func (s *Store) Command(_ context.Context, seq int64) (*store.Command, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	for _, c := range s.inbox.commands {
 		if c.Seq == seq {
 			cp := *c
@@ -52,6 +54,9 @@ func (s *Store) Command(_ context.Context, seq int64) (*store.Command, error) {
 func (s *Store) InboxRoots(_ context.Context, before time.Time, limit int) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	var out []string
 	for _, c := range s.inbox.commands {
 		if !c.Done && !c.EnqueuedAt.After(before) && !slices.Contains(out, c.Root) {
@@ -68,6 +73,9 @@ func (s *Store) InboxRoots(_ context.Context, before time.Time, limit int) ([]st
 func (s *Store) PurgeCommands(_ context.Context, before time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errClosed
+	}
 	n := len(s.inbox.commands)
 	s.inbox.commands = slices.DeleteFunc(s.inbox.commands, func(c *store.Command) bool {
 		return c.Done && c.DoneAt.Before(before)
@@ -80,7 +88,7 @@ func (s *Store) WaitingCommands(context.Context) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return 0, store.Unavailable("memstore", errors.New("closed"))
+		return 0, errClosed
 	}
 	n := 0
 	for _, c := range s.inbox.commands {
@@ -96,7 +104,7 @@ func (s *Store) PurgeKeys(_ context.Context, before time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, store.Unavailable("memstore", errors.New("closed"))
+		return 0, errClosed
 	}
 	n := len(s.keys)
 	maps.DeleteFunc(s.keys, func(_ string, r keyRecord) bool { return r.createdAt.Before(before) })

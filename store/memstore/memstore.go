@@ -66,20 +66,30 @@ func New() *Store {
 
 var _ store.Store = (*Store)(nil)
 
-// Migrate does nothing: memory has no schema.
-func (s *Store) Migrate(context.Context, bool) error { return nil }
+// errClosed is what a closed store answers.
+var errClosed = store.Unavailable("memstore", errors.New("store closed"))
+
+// Migrate does nothing (memory has no schema), and fails after Close.
+func (s *Store) Migrate(context.Context, bool) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	return nil
+}
 
 // Ready fails only after Close.
 func (s *Store) Ready(context.Context) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return store.Unavailable("memstore", errors.New("closed"))
+		return errClosed
 	}
 	return nil
 }
 
-// Close makes the store refuse further work.
+// Close makes the store refuse every further call.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -91,6 +101,9 @@ func (s *Store) Close() error {
 func (s *Store) AddDefinition(_ context.Context, d *store.Definition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
 	for _, x := range s.defs {
 		if x.Name == d.Name && x.Version == d.Version {
 			return fmt.Errorf("definition %s version %d: %w", d.Name, d.Version, store.ErrConflict)
@@ -107,6 +120,9 @@ func (s *Store) AddDefinition(_ context.Context, d *store.Definition) error {
 func (s *Store) Definitions(_ context.Context, after int64) ([]*store.Definition, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	var out []*store.Definition
 	for _, d := range s.defs {
 		if d.Seq > after {
@@ -128,7 +144,7 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, store.Tx) e
 	closed := s.closed
 	s.mu.RUnlock()
 	if closed {
-		return store.Unavailable("memstore", errors.New("closed"))
+		return errClosed
 	}
 	tx := &tx{s: s}
 	if err := fn(ctx, tx); err != nil {
@@ -348,6 +364,9 @@ func copyProc(p *store.Process, withSnapshot bool) *store.Process {
 func (s *Store) Process(_ context.Context, id string) (*store.Process, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	p, ok := s.procs[id]
 	if !ok {
 		return nil, fmt.Errorf("process %s: %w", id, store.ErrNotFound)
@@ -359,6 +378,9 @@ func (s *Store) Process(_ context.Context, id string) (*store.Process, error) {
 func (s *Store) Tree(_ context.Context, root string) ([]*store.Process, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	ids := s.trees[root]
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("process tree %s: %w", root, store.ErrNotFound)
@@ -374,6 +396,9 @@ func (s *Store) Tree(_ context.Context, root string) ([]*store.Process, error) {
 func (s *Store) Processes(_ context.Context, f store.Filter) ([]*store.Process, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	var out []*store.Process
 	for _, p := range s.procs {
 		switch {
@@ -396,6 +421,9 @@ func (s *Store) Processes(_ context.Context, f store.Filter) ([]*store.Process, 
 func (s *Store) Events(_ context.Context, process string, after int64, limit int) ([]store.Event, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	var out []store.Event
 	for _, ev := range s.events[process] {
 		if ev.Seq > after {
@@ -413,6 +441,9 @@ func (s *Store) Events(_ context.Context, process string, after int64, limit int
 func (s *Store) FindByContext(_ context.Context, match map[string]string, limit int) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	var out []string
 	for id, c := range s.contexts {
 		ok := true
@@ -437,6 +468,9 @@ func (s *Store) FindByContext(_ context.Context, match map[string]string, limit 
 func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duration, limit int) ([]store.Timer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
 	var due []store.Timer
 	for _, ts := range s.timers {
 		for _, t := range ts {
@@ -465,6 +499,9 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 func (s *Store) NextTimer(context.Context) (time.Time, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return time.Time{}, errClosed
+	}
 	var next time.Time
 	for _, ts := range s.timers {
 		for _, t := range ts {

@@ -62,6 +62,7 @@ type Store struct {
 	reqs    chan *request
 	quit    chan struct{}
 	stopped sync.WaitGroup
+	done    chan struct{} // closed once the committers have stopped
 	closed  sync.Once
 }
 
@@ -104,6 +105,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		s.reqs = make(chan *request, 1024)
 		s.quit = make(chan struct{})
+		s.done = make(chan struct{})
 		for range n {
 			s.stopped.Add(1)
 			go s.committer()
@@ -124,6 +126,7 @@ func (s *Store) Close() error {
 		if s.quit != nil {
 			close(s.quit)
 			s.stopped.Wait()
+			close(s.done)
 		}
 		s.pool.Close()
 	})
@@ -305,14 +308,32 @@ func (s *Store) Definitions(ctx context.Context, after int64) ([]*store.Definiti
 // submit hands an Update to the committers and waits for its outcome.
 func (s *Store) submit(ctx context.Context, fn func(context.Context, store.Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	closed := store.Unavailable("pgstore", errors.New("store closed"))
+	select {
+	case <-s.quit:
+		return closed
+	default:
+	}
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
-		return store.Unavailable("pgstore", errors.New("store closed"))
+		return closed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return <-r.done
+	select {
+	case err := <-r.done:
+		return err
+	case <-s.done:
+		// The committers have stopped: they answered r before, or never
+		// will (r came after they emptied the queue).
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return closed
+		}
+	}
 }
 
 // committer runs groups of waiting Updates in one transaction each.

@@ -532,14 +532,32 @@ func (s *Store) rollback() {
 func (s *Store) submit(ctx context.Context, r *request) error {
 	r.ctx = ctx
 	r.done = make(chan error, 1)
+	closed := store.Unavailable("sqlitestore", errors.New("store closed"))
+	select {
+	case <-s.quit:
+		return closed
+	default:
+	}
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
-		return store.Unavailable("sqlitestore", errors.New("store closed"))
+		return closed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return <-r.done
+	select {
+	case err := <-r.done:
+		return err
+	case <-s.done:
+		// The writer has stopped: it answered r before, or never will (r
+		// came after it emptied the queue).
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return closed
+		}
+	}
 }
 
 // Update runs fn in a transaction, possibly shared with other Updates.

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Open) {
 		{"WaitingCommands", testWaitingCommands},
 		{"StoredRewrite", testStoredRewrite},
 		{"ExpectTree", testExpectTree},
+		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
