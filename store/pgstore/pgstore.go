@@ -321,19 +321,7 @@ func (s *Store) submit(ctx context.Context, fn func(context.Context, store.Tx) e
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	select {
-	case err := <-r.done:
-		return err
-	case <-s.done:
-		// The committers have stopped: they answered r before, or never
-		// will (r came after they emptied the queue).
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			return closed
-		}
-	}
+	return sqlstore.Await(r.done, s.done, closed)
 }
 
 // committer runs groups of waiting Updates in one transaction each.

@@ -545,19 +545,7 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	select {
-	case err := <-r.done:
-		return err
-	case <-s.done:
-		// The writer has stopped: it answered r before, or never will (r
-		// came after it emptied the queue).
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			return closed
-		}
-	}
+	return sqlstore.Await(r.done, s.done, closed)
 }
 
 // Update runs fn in a transaction, possibly shared with other Updates.

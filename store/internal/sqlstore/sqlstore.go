@@ -1,6 +1,7 @@
 // Package sqlstore holds what Veena's SQL backends (store/sqlitestore and
 // store/pgstore) share beyond their dialects: the process and definition
-// columns, how their rows are scanned, and the query Store.Processes runs.
+// columns, how their rows are scanned, the query Store.Processes runs, and
+// how a request waits for the goroutines that write.
 // Errors come back as the driver gave them; each backend classifies them.
 package sqlstore
 
