@@ -43,6 +43,11 @@ type Config struct {
 	Workloads []string
 	// Concurrency is the number of clients (default 16).
 	Concurrency int
+	// Clients, if set, are several numbers of clients to measure each
+	// setup and workload at, one run each, in place of Concurrency: group
+	// commit shares commits among the commands waiting at once, so its gain
+	// depends on how many clients there are.
+	Clients []int
 	// Duration is how long each run measures (default 5 s).
 	Duration time.Duration
 	// Engines are the numbers of engines sharing the PostgreSQL database
@@ -156,6 +161,9 @@ func (c *Config) defaults() {
 	if c.Concurrency <= 0 {
 		c.Concurrency = 16
 	}
+	if len(c.Clients) == 0 {
+		c.Clients = []int{c.Concurrency}
+	}
 	if c.Duration <= 0 {
 		c.Duration = 5 * time.Second
 	}
@@ -183,6 +191,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	for _, w := range cfg.Workloads {
 		if _, ok := workloads[w]; !ok {
 			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, auto10 or split10)", w)
+		}
+	}
+	for _, n := range cfg.Clients {
+		if n <= 0 {
+			return Report{}, fmt.Errorf("bench: %d clients (want at least one)", n)
 		}
 	}
 	if cfg.Dir == "" {
@@ -214,13 +227,17 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 		}
 		for _, s := range setups {
 			for _, w := range cfg.Workloads {
-				res, err := runOne(ctx, cfg, s, w, progress)
-				if err != nil {
-					return rep, fmt.Errorf("bench %s on %s: %w", w, s.target, err)
-				}
-				rep.Results = append(rep.Results, res)
-				if err := ctx.Err(); err != nil {
-					return rep, err
+				for _, n := range cfg.Clients {
+					c := cfg
+					c.Concurrency = n
+					res, err := runOne(ctx, c, s, w, progress)
+					if err != nil {
+						return rep, fmt.Errorf("bench %s on %s: %w", w, s.target, err)
+					}
+					rep.Results = append(rep.Results, res)
+					if err := ctx.Err(); err != nil {
+						return rep, err
+					}
 				}
 			}
 		}

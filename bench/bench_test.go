@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -66,6 +67,35 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(progress.String(), "engines 2 in one OS process") ||
 		!strings.Contains(table.String(), "ran in one OS process") {
 		t.Errorf("the in-process engines are not reported:\n%s\nprogress:\n%s", table.String(), progress.String())
+	}
+}
+
+// TestClientSweep measures each setup at each number of clients asked for,
+// the raw rate at the same number.
+func TestClientSweep(t *testing.T) {
+	rep, err := bench.Run(context.Background(), bench.Config{
+		Targets:     []string{"memory", "sqlite-normal"},
+		Workloads:   []string{"wait"},
+		Clients:     []int{1, 3},
+		Duration:    200 * time.Millisecond,
+		GroupCommit: []bool{true},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, fmt.Sprintf("%s/%d", r.Target, r.Concurrency))
+		if r.Processes == 0 || r.Errors != 0 || (r.Target != "memory" && r.RawCommitsPS <= 0) {
+			t.Errorf("%s with %d clients: %d processes, %d errors, raw %.0f/s", r.Target, r.Concurrency, r.Processes, r.Errors, r.RawCommitsPS)
+		}
+	}
+	if want := "memory/1 memory/3 sqlite-normal/1 sqlite-normal/3"; strings.Join(got, " ") != want {
+		t.Errorf("runs %v, want %s", got, want)
+	}
+	if _, err := bench.Run(context.Background(), bench.Config{Targets: []string{"memory"}, Clients: []int{4, 0}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "0 clients") {
+		t.Errorf("a sweep with 0 clients: %v", err)
 	}
 }
 
