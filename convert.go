@@ -154,18 +154,23 @@ func historyOf(p *kernel.Process) *TokenHistory {
 	return h
 }
 
-func storeEvent(ev *kernel.Event) store.Event {
-	x := store.Event{Process: ev.Process.ID, Seq: ev.Seq, Type: ev.Type.String(), NodeToken: -1, ArcToken: -1, At: ev.At()}
-	if t := ev.NodeToken(); t != nil {
-		x.NodeToken = t.ID
+// eventRecord encodes the events q fired in this command as the one
+// record the store keeps of them.
+func eventRecord(q *kernel.Process) store.EventRecord {
+	var enc store.EventEncoder
+	enc.Begin(make([]byte, 0, 8+12*len(q.Events)), q.ID, len(q.Events))
+	for i := range q.Events {
+		ev := &q.Events[i]
+		node, arc := -1, -1
+		if t := ev.NodeToken(); t != nil {
+			node = t.ID
+		}
+		if a := ev.ArcToken(); a != nil {
+			arc = a.ID
+		}
+		enc.Add(ev.Seq, ev.Type.String(), node, arc, ev.ArcNames(), ev.At().UnixNano())
 	}
-	if a := ev.ArcToken(); a != nil {
-		x.ArcToken = a.ID
-	}
-	if names := ev.ArcNames(); names != nil {
-		x.ArcNames = append([]string{}, names...)
-	}
-	return x
+	return enc.Record()
 }
 
 func apiEvent(ev store.Event) Event {

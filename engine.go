@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -465,7 +464,7 @@ func (e *Engine) committed(p *plan) {
 		if s := p.tree.root.State; s != kernel.Completed && s != kernel.Canceled {
 			e.cache.put(p.tree.root.ID, p.tree)
 		}
-		e.publish(p.storeEv)
+		e.publish(p.events)
 	}
 }
 
@@ -476,7 +475,7 @@ type plan struct {
 	err     error
 	result  *Process
 	records []*store.Process
-	storeEv []store.Event
+	events  []store.EventRecord
 	timers  []timerWrite
 	ctxPut  []string // processes whose context starts to count
 	ctxDrop []string // processes whose context stops counting
@@ -536,9 +535,8 @@ func (p *plan) prepare() error {
 			rec.StoredState = b.state.String()
 		}
 		p.records = append(p.records, rec)
-		p.storeEv = slices.Grow(p.storeEv, len(q.Events))
-		for i := range q.Events {
-			p.storeEv = append(p.storeEv, storeEvent(&q.Events[i]))
+		if len(q.Events) > 0 {
+			p.events = append(p.events, eventRecord(q))
 		}
 		before, known := t.before[q.ID]
 		now := factsOf(q)
@@ -586,8 +584,8 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	if len(p.storeEv) > 0 {
-		if err := tx.AppendEvents(ctx, p.storeEv); err != nil {
+	if len(p.events) > 0 {
+		if err := tx.AppendEvents(ctx, p.events); err != nil {
 			return err
 		}
 	}

@@ -47,8 +47,8 @@ func (e *Engine) removeSub(processID string, s *subscriber) {
 }
 
 // publish hands committed events to their subscribers without blocking.
-func (e *Engine) publish(evs []store.Event) {
-	if len(evs) == 0 {
+func (e *Engine) publish(recs []store.EventRecord) {
+	if len(recs) == 0 {
 		return
 	}
 	e.subMu.Lock()
@@ -56,17 +56,20 @@ func (e *Engine) publish(evs []store.Event) {
 	if len(e.subs) == 0 {
 		return
 	}
-	for _, sev := range evs {
-		subs := e.subs[sev.Process]
-		if len(subs) == 0 {
+	for _, r := range recs {
+		if len(e.subs[r.Process]) == 0 {
 			continue
 		}
-		ev := apiEvent(sev)
-		for s := range subs {
-			select {
-			case s.ch <- ev:
-			default:
-				e.removeSub(ev.Process, s)
+		// The engine encoded the record itself a moment ago: it decodes.
+		evs, _ := store.AppendEventsAfter(nil, r.Process, r.Data, r.First-1, 0)
+		for _, sev := range evs {
+			ev := apiEvent(sev)
+			for s := range e.subs[r.Process] {
+				select {
+				case s.ch <- ev:
+				default:
+					e.removeSub(ev.Process, s)
+				}
 			}
 		}
 	}

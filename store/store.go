@@ -228,8 +228,10 @@ type Tx interface {
 	PutProcess(ctx context.Context, p *Process) error
 	// SetTreeVersion sets the TreeVersion of a root.
 	SetTreeVersion(ctx context.Context, root string, v int64) error
-	// AppendEvents stores events.
-	AppendEvents(ctx context.Context, evs []Event) error
+	// AppendEvents stores event records (EncodeEventRecords makes them
+	// from Events). A record whose First is not above the Last of the
+	// process's stored records is refused: ErrConflict.
+	AppendEvents(ctx context.Context, recs []EventRecord) error
 	// ReplaceTimers sets the timers of a process to timers.
 	ReplaceTimers(ctx context.Context, process string, timers []Timer) error
 	// PutContext records the context of an executing process. Keys listed
@@ -352,10 +354,10 @@ func DecodeEvents(process string, b []byte) ([]Event, error) {
 	return out, nil
 }
 
-// AppendEventsAfter decodes a record EncodeEvents packed and appends to out
-// its events with Seq > after, until out holds limit events (no bound if
-// limit <= 0).
-func AppendEventsAfter(out []Event, process string, record []byte, after int64, limit int) ([]Event, error) {
+// appendJSONEventsAfter decodes a record EncodeEvents packed and appends to
+// out its events with Seq > after, until out holds limit events (no bound
+// if limit <= 0).
+func appendJSONEventsAfter(out []Event, process string, record []byte, after int64, limit int) ([]Event, error) {
 	evs, err := DecodeEvents(process, record)
 	if err != nil {
 		return out, err
@@ -369,19 +371,4 @@ func AppendEventsAfter(out []Event, process string, record []byte, after int64, 
 		}
 	}
 	return out, nil
-}
-
-// GroupEvents splits events into runs of one process, keeping their order
-// (the engine passes each process's events together).
-func GroupEvents(evs []Event) [][]Event {
-	var out [][]Event
-	for start := 0; start < len(evs); {
-		end := start + 1
-		for end < len(evs) && evs[end].Process == evs[start].Process {
-			end++
-		}
-		out = append(out, evs[start:end:end])
-		start = end
-	}
-	return out
 }

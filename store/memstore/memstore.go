@@ -26,7 +26,7 @@ type Store struct {
 	defs     []*store.Definition
 	procs    map[string]*store.Process
 	trees    map[string][]string // root -> member ids in insertion order
-	events   map[string][]store.Event
+	events   map[string][]store.EventRecord
 	timers   map[string][]store.Timer // by process
 	leases   map[timerKey]time.Time
 	contexts map[string]map[string]string // process -> executing context
@@ -54,7 +54,7 @@ func New() *Store {
 	return &Store{
 		procs:    map[string]*store.Process{},
 		trees:    map[string][]string{},
-		events:   map[string][]store.Event{},
+		events:   map[string][]store.EventRecord{},
 		timers:   map[string][]store.Timer{},
 		leases:   map[timerKey]time.Time{},
 		contexts: map[string]map[string]string{},
@@ -241,20 +241,20 @@ func (t *tx) SetTreeVersion(_ context.Context, root string, v int64) error {
 	return nil
 }
 
-func (t *tx) AppendEvents(_ context.Context, evs []store.Event) error {
+func (t *tx) AppendEvents(_ context.Context, recs []store.EventRecord) error {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, ev := range evs {
-		n := len(s.events[ev.Process])
-		if n > 0 && s.events[ev.Process][n-1].Seq >= ev.Seq {
-			return fmt.Errorf("event %d of process %s: %w", ev.Seq, ev.Process, store.ErrConflict)
+	for _, r := range recs {
+		l := s.events[r.Process]
+		if n := len(l); (n > 0 && l[n-1].Last >= r.First) || r.Last < r.First {
+			return fmt.Errorf("events %d..%d of process %s: %w", r.First, r.Last, r.Process, store.ErrConflict)
 		}
-		ev.ArcNames = slices.Clone(ev.ArcNames)
-		s.events[ev.Process] = append(s.events[ev.Process], ev)
+		r.Data = slices.Clone(r.Data)
+		s.events[r.Process] = append(l, r)
 		t.undo = append(t.undo, func() {
-			l := s.events[ev.Process]
-			s.events[ev.Process] = l[:len(l)-1]
+			l := s.events[r.Process]
+			s.events[r.Process] = l[:len(l)-1]
 		})
 	}
 	return nil
@@ -425,13 +425,16 @@ func (s *Store) Events(_ context.Context, process string, after int64, limit int
 		return nil, errClosed
 	}
 	var out []store.Event
-	for _, ev := range s.events[process] {
-		if ev.Seq > after {
-			ev.ArcNames = slices.Clone(ev.ArcNames)
-			out = append(out, ev)
-			if limit > 0 && len(out) == limit {
-				break
-			}
+	for _, r := range s.events[process] {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if r.Last <= after {
+			continue
+		}
+		var err error
+		if out, err = store.AppendEventsAfter(out, process, r.Data, after, limit); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

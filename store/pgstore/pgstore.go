@@ -305,23 +305,25 @@ func (s *Store) Definitions(ctx context.Context, after int64) ([]*store.Definiti
 	return out, classify(err)
 }
 
+// errClosed answers calls made after Close.
+var errClosed = store.Unavailable("pgstore", errors.New("store closed"))
+
 // submit hands an Update to the committers and waits for its outcome.
 func (s *Store) submit(ctx context.Context, fn func(context.Context, store.Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	closed := store.Unavailable("pgstore", errors.New("store closed"))
 	select {
 	case <-s.quit:
-		return closed
+		return errClosed
 	default:
 	}
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
-		return closed
+		return errClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return sqlstore.Await(r.done, s.done, closed)
+	return sqlstore.Await(r.done, s.done, errClosed)
 }
 
 // committer runs groups of waiting Updates in one transaction each.
@@ -336,7 +338,7 @@ func (s *Store) committer() {
 			for {
 				select {
 				case r := <-s.reqs:
-					r.done <- store.Unavailable("pgstore", errors.New("store closed"))
+					r.done <- errClosed
 				default:
 					return
 				}
@@ -676,11 +678,10 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 	return nil
 }
 
-func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
-	for _, group := range store.GroupEvents(evs) {
-		data := sqlstore.AppendCompactEvents(nil, group)
+func (t *tx) AppendEvents(ctx context.Context, recs []store.EventRecord) error {
+	for _, r := range recs {
 		t.write("", `INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
-			group[0].Process, group[0].Seq, group[len(group)-1].Seq, data)
+			r.Process, r.First, r.Last, r.Data)
 	}
 	return nil
 }

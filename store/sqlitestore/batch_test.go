@@ -86,7 +86,7 @@ func TestBatchRefusals(t *testing.T) {
 		if err := tx.PutProcess(c, q); err != nil {
 			return err
 		}
-		return tx.AppendEvents(c, []store.Event{{Process: "r", Seq: 1, Type: "X", NodeToken: -1, ArcToken: -1, At: q.UpdatedAt}})
+		return tx.AppendEvents(c, store.EncodeEventRecords([]store.Event{{Process: "r", Seq: 1, Type: "X", NodeToken: -1, ArcToken: -1, At: q.UpdatedAt}}))
 	}
 	for _, tc := range []struct {
 		name      string

@@ -24,6 +24,7 @@ import (
 var (
 	_, perfWaitXML, _, _    = bench.Workload("wait")
 	_, perfSplit10XML, _, _ = bench.Workload("split10")
+	_, perfAuto10XML, _, _  = bench.Workload("auto10")
 )
 
 // benchEngineWait runs the bench-wait workload (start, then complete the
@@ -93,6 +94,12 @@ func BenchmarkEngineSplit10Normal(b *testing.B) {
 }
 func BenchmarkEngineSplit10NormalGroup(b *testing.B) {
 	benchEngine(b, "NORMAL", 256, "bench-split10", perfSplit10XML, 10)
+}
+func BenchmarkEngineAuto10Normal(b *testing.B) {
+	benchEngine(b, "NORMAL", 1, "bench-auto10", perfAuto10XML, 0)
+}
+func BenchmarkEngineAuto10NormalGroup(b *testing.B) {
+	benchEngine(b, "NORMAL", 256, "bench-auto10", perfAuto10XML, 0)
 }
 func BenchmarkEngineWaitNormal(b *testing.B)      { benchEngineWait(b, "NORMAL", 1) }
 func BenchmarkEngineWaitNormalGroup(b *testing.B) { benchEngineWait(b, "NORMAL", 256) }
@@ -184,12 +191,12 @@ func benchStoreWait(b *testing.B, syncMode string, maxBatch int) {
 				now := time.Now()
 				p := &store.Process{ID: id, Root: id, ParentToken: -1, Definition: "bench-wait", Version: 1, State: "executing",
 					Env: []byte(`{"client":"bench"}`), Snapshot: []byte(perfSnapExecuting), EventSeq: 12, CreatedAt: now, UpdatedAt: now, TreeVersion: 1}
-				evs := perfEvents(id, 1, perfStartTypes, now)
+				recs := store.EncodeEventRecords(perfEvents(id, 1, perfStartTypes, now))
 				if err := st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 					if err := tx.PutProcess(ctx, p); err != nil {
 						return err
 					}
-					return tx.AppendEvents(ctx, evs)
+					return tx.AppendEvents(ctx, recs)
 				}); err != nil {
 					b.Error(err)
 					return
@@ -197,7 +204,7 @@ func benchStoreWait(b *testing.B, syncMode string, maxBatch int) {
 				now = time.Now()
 				q := *p
 				q.State, q.Snapshot, q.EventSeq, q.UpdatedAt, q.TreeVersion = "completed", []byte(perfSnapCompleted), 22, now, 2
-				evs = perfEvents(id, 13, perfCompleteTypes, now)
+				recs = store.EncodeEventRecords(perfEvents(id, 13, perfCompleteTypes, now))
 				if err := st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 					v, err := tx.LockTree(ctx, id)
 					if err != nil {
@@ -209,7 +216,7 @@ func benchStoreWait(b *testing.B, syncMode string, maxBatch int) {
 					if err := tx.PutProcess(ctx, &q); err != nil {
 						return err
 					}
-					return tx.AppendEvents(ctx, evs)
+					return tx.AppendEvents(ctx, recs)
 				}); err != nil {
 					b.Error(err)
 					return

@@ -88,7 +88,6 @@ type Store struct {
 	dc     driver.Conn
 	dstmts map[string]*dstmt
 	args   []driver.NamedValue // reused argument list
-	buf    []byte              // reused event record
 	// stmtFailed records that a statement failed since runOne last reset it.
 	stmtFailed bool
 	status     sqlite.DBStatus // dc's counters
@@ -304,7 +303,7 @@ func (s *Store) writer() {
 			for {
 				select {
 				case r := <-s.reqs:
-					r.done <- store.Unavailable("sqlitestore", errors.New("store closed"))
+					r.done <- errClosed
 				default:
 					return
 				}
@@ -529,23 +528,25 @@ func (s *Store) rollback() {
 	s.run(qRollback)
 }
 
+// errClosed answers calls made after Close.
+var errClosed = store.Unavailable("sqlitestore", errors.New("store closed"))
+
 func (s *Store) submit(ctx context.Context, r *request) error {
 	r.ctx = ctx
 	r.done = make(chan error, 1)
-	closed := store.Unavailable("sqlitestore", errors.New("store closed"))
 	select {
 	case <-s.quit:
-		return closed
+		return errClosed
 	default:
 	}
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
-		return closed
+		return errClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return sqlstore.Await(r.done, s.done, closed)
+	return sqlstore.Await(r.done, s.done, errClosed)
 }
 
 // Update runs fn in a transaction, possibly shared with other Updates.
@@ -937,13 +938,11 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 	return err
 }
 
-func (t *tx) AppendEvents(ctx context.Context, evs []store.Event) error {
+func (t *tx) AppendEvents(ctx context.Context, recs []store.EventRecord) error {
 	t.wrote = true
-	s := t.s
-	for _, group := range store.GroupEvents(evs) {
-		s.buf = sqlstore.AppendCompactEvents(s.buf[:0], group)
-		if _, err := s.run(`INSERT INTO events (process_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
-			group[0].Process, group[0].Seq, group[len(group)-1].Seq, s.buf); err != nil {
+	for _, r := range recs {
+		if _, err := t.s.run(`INSERT INTO events (process_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
+			r.Process, r.First, r.Last, r.Data); err != nil {
 			return fmt.Errorf("store events: %w", err)
 		}
 	}

@@ -29,7 +29,7 @@ func testExpectTree(t *testing.T, s store.Store) {
 			if err := write(c, tx); err != nil {
 				return err
 			}
-			return tx.AppendEvents(c, []store.Event{{Process: "r", Seq: seq + 1, Type: "E", NodeToken: 0, ArcToken: -1, At: t0}})
+			return tx.AppendEvents(c, store.EncodeEventRecords([]store.Event{{Process: "r", Seq: seq + 1, Type: "E", NodeToken: 0, ArcToken: -1, At: t0}}))
 		})
 	}
 	rewrite := func(version int64, state string) func(c context.Context, tx store.Tx) error {

@@ -204,7 +204,7 @@ func testFailedUpdate(t *testing.T, s store.Store) {
 		if err := tx.PutProcess(c, proc("p2", "p2", "", 0)); err != nil {
 			return err
 		}
-		if err := tx.AppendEvents(c, []store.Event{{Process: "p1", Seq: 1, Type: "X", NodeToken: -1, ArcToken: -1, At: t0}}); err != nil {
+		if err := tx.AppendEvents(c, store.EncodeEventRecords([]store.Event{{Process: "p1", Seq: 1, Type: "X", NodeToken: -1, ArcToken: -1, At: t0}})); err != nil {
 			return err
 		}
 		if err := tx.ReplaceTimers(c, "p1", []store.Timer{{Process: "p1", Root: "p1", Token: 0, DueAt: t0}}); err != nil {
@@ -361,7 +361,7 @@ func testEvents(t *testing.T, s store.Store) {
 		}
 		evs = append(evs, ev)
 	}
-	err := s.Update(c, func(c context.Context, tx store.Tx) error { return tx.AppendEvents(c, evs) })
+	err := s.Update(c, func(c context.Context, tx store.Tx) error { return tx.AppendEvents(c, store.EncodeEventRecords(evs)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,9 @@ func testEvents(t *testing.T, s store.Store) {
 		t.Fatalf("events after 10, limit 5: %v", page)
 	}
 	// A sequence number is stored once.
-	err = s.Update(c, func(c context.Context, tx store.Tx) error { return tx.AppendEvents(c, evs[:1]) })
+	err = s.Update(c, func(c context.Context, tx store.Tx) error {
+		return tx.AppendEvents(c, store.EncodeEventRecords(evs[:1]))
+	})
 	if err == nil {
 		t.Fatal("storing an event twice succeeded")
 	}
@@ -655,7 +657,7 @@ func testOneWriter(t *testing.T, s store.Store) {
 					if err := tx.PutProcess(c, &p); err != nil {
 						return err
 					}
-					return tx.AppendEvents(c, []store.Event{{Process: "r", Seq: p.EventSeq, Type: fmt.Sprintf("w%d-%d", w, i), NodeToken: -1, ArcToken: -1, At: t0}})
+					return tx.AppendEvents(c, store.EncodeEventRecords([]store.Event{{Process: "r", Seq: p.EventSeq, Type: fmt.Sprintf("w%d-%d", w, i), NodeToken: -1, ArcToken: -1, At: t0}}))
 				})
 				if err != nil {
 					errs <- err
