@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/veena-wf/veena/internal/varint"
 )
 
 // EventRecord is the events one command fired in one process, encoded as
@@ -141,52 +143,6 @@ func appendString(b []byte, s string) []byte {
 
 var errCompact = errors.New("malformed compact event record")
 
-// compactReader reads a compact record.
-type compactReader struct {
-	b   []byte
-	err error
-}
-
-func (r *compactReader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errCompact
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *compactReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errCompact
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *compactReader) string() string {
-	n := r.uvarint()
-	if r.err != nil {
-		return ""
-	}
-	if n > uint64(len(r.b)) {
-		r.err = errCompact
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
 // AppendEventsAfter decodes the Data of an event record, compact or in the
 // JSON form of EncodeEvents (which stores older than the compact form
 // wrote), and appends to out its events with Seq > after, until out holds
@@ -195,46 +151,46 @@ func AppendEventsAfter(out []Event, process string, record []byte, after int64, 
 	if len(record) == 0 || record[0] != compactTag {
 		return appendJSONEventsAfter(out, process, record, after, limit)
 	}
-	r := compactReader{b: record[1:]}
-	count := r.uvarint()
-	if r.err == nil && count > uint64(len(r.b)) { // an event takes several bytes
-		r.err = errCompact
+	r := varint.Reader{B: record[1:], Malformed: errCompact}
+	count := r.Uvarint()
+	if r.Err == nil && count > uint64(len(r.B)) { // an event takes several bytes
+		r.Fail()
 	}
 	var seq, at int64
-	for i := uint64(0); i < count && r.err == nil; i++ {
+	for i := uint64(0); i < count && r.Err == nil; i++ {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
-		seq += r.varint()
-		at += r.varint()
+		seq += r.Varint()
+		at += r.Varint()
 		ev := Event{Process: process, Seq: seq}
-		switch code := r.uvarint(); {
+		switch code := r.Uvarint(); {
 		case code == 0:
-			ev.Type = r.string()
+			ev.Type = r.String()
 		case code <= uint64(len(eventTypes)):
 			ev.Type = eventTypes[code-1]
 		default:
-			r.err = errCompact
+			r.Fail()
 		}
-		ev.NodeToken = int(r.varint())
-		ev.ArcToken = int(r.varint())
-		if names := r.uvarint(); names > 0 {
-			if names-1 > uint64(len(r.b)) {
-				r.err = errCompact
+		ev.NodeToken = int(r.Varint())
+		ev.ArcToken = int(r.Varint())
+		if names := r.Uvarint(); names > 0 {
+			if names-1 > uint64(len(r.B)) {
+				r.Fail()
 				break
 			}
 			ev.ArcNames = make([]string, names-1)
 			for j := range ev.ArcNames {
-				ev.ArcNames[j] = r.string()
+				ev.ArcNames[j] = r.String()
 			}
 		}
 		ev.At = time.Unix(0, at).UTC()
-		if r.err == nil && seq > after {
+		if r.Err == nil && seq > after {
 			out = append(out, ev)
 		}
 	}
-	if r.err != nil {
-		return out, fmt.Errorf("events of %s: %w", process, r.err)
+	if r.Err != nil {
+		return out, fmt.Errorf("events of %s: %w", process, r.Err)
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/veena-wf/veena/kernel"
+
+	"github.com/veena-wf/veena/internal/varint"
 )
 
 // The binary snapshot holds what the JSON snapshot holds (the snapshot
@@ -257,76 +259,25 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 var errBinary = errors.New("malformed binary snapshot")
 
 // binaryReader reads a binary snapshot; the first error sticks.
-type binaryReader struct {
-	b   []byte
-	err error
-}
+type binaryReader struct{ varint.Reader }
 
-func (r *binaryReader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errBinary
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *binaryReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errBinary
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *binaryReader) int() int { return int(r.varint()) }
-
-// count reads a count of items that take at least one byte each.
-func (r *binaryReader) count() int {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.err = errBinary
-		return 0
-	}
-	return int(n)
-}
-
-func (r *binaryReader) bytes() []byte {
-	n := r.count()
-	if r.err != nil {
-		return nil
-	}
-	x := r.b[:n:n]
-	r.b = r.b[n:]
-	return x
-}
-
-func (r *binaryReader) name() string { return string(r.bytes()) }
+func (r *binaryReader) int() int { return int(r.Varint()) }
 
 // attrs reads an environment: nil if it has none.
 func (r *binaryReader) attrs() attrs {
-	j := r.bytes()
-	if r.err != nil || len(j) == 0 {
+	j := r.Bytes()
+	if r.Err != nil || len(j) == 0 {
 		return nil
 	}
 	var m attrs
 	if err := json.Unmarshal(j, &m); err != nil {
-		r.err = fmt.Errorf("%w: environment: %w", errBinary, err)
+		r.Err = fmt.Errorf("%w: environment: %w", errBinary, err)
 	}
 	return m
 }
 
 func (r *binaryReader) ints() []int {
-	n := r.count()
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
@@ -338,7 +289,7 @@ func (r *binaryReader) ints() []int {
 }
 
 func (r *binaryReader) sets() [][2]int {
-	n := r.count()
+	n := r.Count()
 	if n == 0 {
 		return nil
 	}
@@ -356,22 +307,22 @@ func decodeBinary(b []byte) (snapshot, error) {
 	if len(b) == 0 || b[0] != binaryTag {
 		return s, errBinary
 	}
-	r := &binaryReader{b: b[1:]}
-	s.Seq = r.varint()
-	if n := r.count(); n > 0 {
+	r := &binaryReader{varint.Reader{B: b[1:], Malformed: errBinary}}
+	s.Seq = r.Varint()
+	if n := r.Count(); n > 0 {
 		s.Envs = make([]json.RawMessage, n)
 		for i := range s.Envs {
-			s.Envs[i] = json.RawMessage(r.bytes())
+			s.Envs[i] = json.RawMessage(r.Bytes())
 		}
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		s.Nodes = make([]node, n)
 		for i := range s.Nodes {
 			x := &s.Nodes[i]
-			f := r.uvarint()
-			x.Node, x.Seq = r.int(), r.varint()
+			f := r.Uvarint()
+			x.Node, x.Seq = r.int(), r.Varint()
 			if f&nodeCompleteSeq != 0 {
-				x.CompleteSeq = r.varint()
+				x.CompleteSeq = r.Varint()
 			}
 			if f&nodeParents != 0 {
 				x.Parents = r.ints()
@@ -380,17 +331,17 @@ func decodeBinary(b []byte) (snapshot, error) {
 				x.Children = r.ints()
 			}
 			if f&nodeGuard != 0 {
-				x.Guard = uint8(r.varint())
+				x.Guard = uint8(r.Varint())
 			}
 			if f&nodeExec != 0 {
-				x.Exec = uint8(r.varint())
+				x.Exec = uint8(r.Varint())
 			}
 			x.Complete = f&nodeComplete != 0
 			if f&nodeCreated != 0 {
-				x.Created = r.varint()
+				x.Created = r.Varint()
 			}
 			if f&nodeCompleted != 0 {
-				x.Completed = r.varint()
+				x.Completed = r.Varint()
 			}
 			if f&nodeEnv != 0 {
 				x.Env = r.int()
@@ -399,41 +350,41 @@ func decodeBinary(b []byte) (snapshot, error) {
 				x.Sets = r.sets()
 			}
 			if f&nodeDelayUntil != 0 {
-				x.DelayUntil = r.varint()
+				x.DelayUntil = r.Varint()
 			}
 			if f&nodeDelayCount != 0 {
 				x.DelayCount = r.int()
 			}
 		}
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		s.Arcs = make([]arc, n)
 		for i := range s.Arcs {
 			x := &s.Arcs[i]
-			f := r.uvarint()
-			x.Arc, x.Seq, x.Parent, x.Child = r.int(), r.varint(), r.int(), r.int()
+			f := r.Uvarint()
+			x.Arc, x.Seq, x.Parent, x.Child = r.int(), r.Varint(), r.int(), r.int()
 			x.Pending, x.Complete = f&arcPending != 0, f&arcComplete != 0
 			if f&arcExec != 0 {
-				x.Exec = uint8(r.varint())
+				x.Exec = uint8(r.Varint())
 			}
 			if f&arcSets != 0 {
 				x.Sets = r.sets()
 			}
 			if f&arcCreated != 0 {
-				x.Created = r.varint()
+				x.Created = r.Varint()
 			}
 			if f&arcCompleted != 0 {
-				x.Completed = r.varint()
+				x.Completed = r.Varint()
 			}
 		}
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		s.Sets = make([]tokenSet, n)
 		for i := range s.Sets {
 			x := &s.Sets[i]
-			x.Name, x.Max, x.Level = r.name(), r.int(), r.int()
+			x.Name, x.Max, x.Level = r.String(), r.int(), r.int()
 			x.Env = r.attrs()
-			if m := r.count(); m > 0 {
+			if m := r.Count(); m > 0 {
 				x.Members = make([]attrs, m)
 				for j := range x.Members {
 					x.Members[j] = r.attrs()
@@ -441,14 +392,14 @@ func decodeBinary(b []byte) (snapshot, error) {
 			}
 		}
 	}
-	if n := r.count(); n > 0 {
+	if n := r.Count(); n > 0 {
 		s.Listeners = make([]listener, n)
 		for i := range s.Listeners {
-			s.Listeners[i] = listener{Name: r.name(), Mask: uint32(r.uvarint())}
+			s.Listeners[i] = listener{Name: r.String(), Mask: uint32(r.Uvarint())}
 		}
 	}
-	if r.err == nil && len(r.b) > 0 {
-		r.err = fmt.Errorf("%w: %d bytes after the end", errBinary, len(r.b))
+	if r.Err == nil && len(r.B) > 0 {
+		r.Err = fmt.Errorf("%w: %d bytes after the end", errBinary, len(r.B))
 	}
-	return s, r.err
+	return s, r.Err
 }
