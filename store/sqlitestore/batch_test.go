@@ -14,15 +14,18 @@ import (
 )
 
 // runBatch runs fns as Updates that share one transaction: the writer is
-// held until all of them wait for it. It returns their errors.
+// held until all of them wait for it (they join the holding Update's
+// batch). It returns their errors.
 func runBatch(t *testing.T, s *sqlitestore.Store, fns []func(context.Context, store.Tx) error) []error {
 	t.Helper()
 	ctx := context.Background()
 	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	held := make(chan error, 1)
 	go func() {
+		// The holder may run twice, if the batch runs again.
 		held <- s.Update(ctx, func(context.Context, store.Tx) error {
-			close(entered)
+			once.Do(func() { close(entered) })
 			<-release
 			return nil
 		})
@@ -146,5 +149,30 @@ func TestBatchRefusals(t *testing.T) {
 				t.Errorf("batch run again %d times, want %d", n, tc.fallbacks)
 			}
 		})
+	}
+}
+
+// TestLateRequestsJoin: requests that arrive while a batch runs join its
+// transaction instead of waiting for one of their own.
+func TestLateRequestsJoin(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "j.db"), sqlitestore.Options{})
+	defer s.Close()
+	_, before := s.Stats()
+	var fns []func(context.Context, store.Tx) error
+	for i := range 8 {
+		fns = append(fns, func(c context.Context, tx store.Tx) error { return tx.PutProcess(c, row(fmt.Sprint("j", i), 0)) })
+	}
+	for i, err := range runBatch(t, s, fns) {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if _, after := s.Stats(); after-before != 1 {
+		t.Fatalf("%d commits for a batch and the 8 requests that arrived while it ran, want 1", after-before)
+	}
+	for i := range 8 {
+		if _, err := s.Process(context.Background(), fmt.Sprint("j", i)); err != nil {
+			t.Errorf("j%d: %v", i, err)
+		}
 	}
 }

@@ -313,16 +313,7 @@ func (s *Store) writer() {
 			s.ckptFinish.Store(false)
 			s.checkpoint()
 		}
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
+		batch = s.gather(append(batch[:0], first))
 		t0 := time.Now()
 		s.runBatch(ctx, batch)
 		s.busy.Add(int64(time.Since(t0)))
@@ -360,13 +351,23 @@ func (s *Store) runBatch(ctx context.Context, batch []*request) {
 		return
 	}
 	anyOK, undo := false, false
-	for i, r := range batch {
+	for i := 0; ; i++ {
+		if i == len(batch) {
+			// Requests that arrived while the batch ran join it, up to
+			// MaxBatch: its commit is not paid yet.
+			if batch = s.gather(batch); i == len(batch) {
+				break
+			}
+			errs = append(errs, make([]error, len(batch)-len(errs))...)
+		}
 		var wrote bool
-		errs[i], wrote = s.runOne(ctx, r)
+		errs[i], wrote = s.runOne(ctx, batch[i])
 		if errs[i] == nil {
 			anyOK = true
-		} else if wrote && len(batch) > 1 {
-			undo = true
+		} else if wrote {
+			// A lone request is simply rolled back below; in a batch
+			// the others must be run again without it.
+			undo = len(batch) > 1
 			break
 		}
 	}
@@ -404,6 +405,19 @@ func (s *Store) runBatch(ctx context.Context, batch []*request) {
 		}
 	}
 	finish(nil)
+}
+
+// gather appends to batch the requests waiting now, up to MaxBatch.
+func (s *Store) gather(batch []*request) []*request {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // runOne runs one request in the open transaction and tells whether it
