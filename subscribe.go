@@ -60,8 +60,11 @@ func (e *Engine) publish(recs []store.EventRecord) {
 		if len(e.subs[r.Process]) == 0 {
 			continue
 		}
-		// The engine encoded the record itself a moment ago: it decodes.
-		evs, _ := store.AppendEventsAfter(nil, r.Process, r.Data, r.First-1, 0)
+		evs, err := store.AppendEventsAfter(nil, r.Process, r.Data, r.First-1, 0)
+		if err != nil {
+			// The engine encoded the record itself: this is a bug.
+			e.log.Error("events not published", "process", r.Process, "error", err)
+		}
 		for _, sev := range evs {
 			ev := apiEvent(sev)
 			for s := range e.subs[r.Process] {

@@ -23,28 +23,22 @@ func (r *Reader) Fail() {
 }
 
 // Uvarint reads an unsigned varint.
-func (r *Reader) Uvarint() uint64 {
-	if r.Err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.B)
-	if n <= 0 {
-		r.Fail()
-		return 0
-	}
-	r.B = r.B[n:]
-	return v
-}
+func (r *Reader) Uvarint() uint64 { return read(r, binary.Uvarint) }
 
 // Varint reads a signed varint.
-func (r *Reader) Varint() int64 {
+func (r *Reader) Varint() int64 { return read(r, binary.Varint) }
+
+// read reads one value with decode, which returns it and the bytes it took
+// (none or fewer: malformed).
+func read[T any](r *Reader, decode func([]byte) (T, int)) T {
+	var zero T
 	if r.Err != nil {
-		return 0
+		return zero
 	}
-	v, n := binary.Varint(r.B)
+	v, n := decode(r.B)
 	if n <= 0 {
 		r.Fail()
-		return 0
+		return zero
 	}
 	r.B = r.B[n:]
 	return v
