@@ -54,7 +54,7 @@ type EventEncoder struct {
 // to buf.
 func (e *EventEncoder) Begin(buf []byte, process string, count int) {
 	*e = EventEncoder{rec: EventRecord{Process: process}, left: count}
-	b := append(buf, compactTag)
+	b := append(buf, compactTag2)
 	e.rec.Data = binary.AppendUvarint(b, uint64(count))
 }
 
@@ -72,25 +72,35 @@ func (e *EventEncoder) Add(seq int64, typ string, nodeToken, arcToken int, arcNa
 	e.added++
 	e.rec.Last = seq
 	b := e.rec.Data
-	b = binary.AppendVarint(b, seq-e.seq)
-	b = binary.AppendVarint(b, at-e.at)
-	e.seq, e.at = seq, at
-	if code, ok := eventTypeCodes[typ]; ok {
-		b = binary.AppendUvarint(b, code)
+	headAt := len(b)
+	b = append(b, 0) // the head, set below
+	var head byte
+	if d := seq - e.seq; d == 1 {
+		head |= headNextSeq
 	} else {
-		b = append(b, 0)
+		b = binary.AppendVarint(b, d)
+	}
+	if d := at - e.at; d == 0 {
+		head |= headSameTime
+	} else {
+		b = binary.AppendVarint(b, d)
+	}
+	e.seq, e.at = seq, at
+	if code, ok := eventTypeCodes[typ]; ok && code <= headType {
+		head |= byte(code)
+	} else {
 		b = appendString(b, typ)
 	}
 	b = binary.AppendVarint(b, int64(nodeToken))
 	b = binary.AppendVarint(b, int64(arcToken))
-	if arcNames == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(arcNames))+1)
+	if arcNames != nil {
+		head |= headArcNames
+		b = binary.AppendUvarint(b, uint64(len(arcNames)))
 		for _, name := range arcNames {
 			b = appendString(b, name)
 		}
 	}
+	b[headAt] = head
 	e.rec.Data = b
 }
 
@@ -105,18 +115,41 @@ func (e *EventEncoder) Record() EventRecord {
 
 // The compact event record: the events one command fired in one process,
 // as one binary record a fraction of the size of EncodeEvents's JSON
-// (an event takes a few bytes instead of some fifty), so that a command
-// writes fewer database pages. It starts with compactTag, which no JSON
-// record starts with; AppendEventsAfter reads both.
+// (an event takes three bytes or so instead of some fifty), so that a
+// command writes fewer database pages. It starts with a tag, which no JSON
+// record starts with; AppendEventsAfter reads every form.
 //
-// After the tag, a uvarint count, then per event: the sequence number and
-// the time (Unix nanoseconds) as signed varints, each the difference from
-// the previous event's (from 0 for the first); the type as a uvarint, the
-// 1-based index of a name in eventTypes, or 0 followed by the name (uvarint
-// length and bytes); the node and the arc token as signed varints; the arc
-// names as a uvarint, 0 for none (nil) or 1 plus their number, followed by
-// each name (uvarint length and bytes).
-const compactTag = 0x01
+// EventEncoder writes the second form, compactTag2. After the tag comes a
+// uvarint count, then per event a head byte and what the head does not
+// say:
+//
+//   - the sequence number, as a signed varint difference from the previous
+//     event's (from 0 for the first), unless the head has headNextSeq;
+//   - the time (Unix nanoseconds), likewise a difference, unless the head
+//     has headSameTime;
+//   - the type's name (uvarint length and bytes) if the head's type bits
+//     are 0; otherwise they are the type's 1-based index in eventTypes;
+//   - the node and the arc token, as signed varints (-1 for none);
+//   - if the head has headArcNames, the number of arc names (uvarint) and
+//     each name (uvarint length and bytes); without it the names are nil.
+//
+// The first form, compactTag, which Veena wrote until schema version 5
+// (SQLite; 6 on PostgreSQL), has no head: per event it has the sequence and
+// time differences; the type as a uvarint index, or 0 and the name; the two
+// tokens; and the arc names as a uvarint, 0 for nil or 1 plus their number,
+// followed by the names.
+const (
+	compactTag  = 0x01
+	compactTag2 = 0x02
+)
+
+// The bits of an event's head byte in a compactTag2 record.
+const (
+	headType     = 0x1f // the type's index in eventTypes, 0: its name follows
+	headNextSeq  = 0x20 // the sequence number is the previous one's plus one
+	headSameTime = 0x40 // the time is the previous event's
+	headArcNames = 0x80 // arc names follow
+)
 
 // eventTypes are the event type names the compact record writes as
 // numbers. The list is part of the stored format: only append to it.
@@ -148,44 +181,23 @@ var errCompact = errors.New("malformed compact event record")
 // wrote), and appends to out its events with Seq > after, until out holds
 // limit events (no bound if limit <= 0).
 func AppendEventsAfter(out []Event, process string, record []byte, after int64, limit int) ([]Event, error) {
-	if len(record) == 0 || record[0] != compactTag {
+	if len(record) == 0 || (record[0] != compactTag && record[0] != compactTag2) {
 		return appendJSONEventsAfter(out, process, record, after, limit)
 	}
 	r := varint.Reader{B: record[1:], Malformed: errCompact}
-	count := r.Uvarint()
-	if r.Err == nil && count > uint64(len(r.B)) { // an event takes several bytes
-		r.Fail()
+	count := r.Count() // an event takes at least one byte
+	read := readEventV2
+	if record[0] == compactTag {
+		read = readEventV1
 	}
-	var seq, at int64
-	for i := uint64(0); i < count && r.Err == nil; i++ {
+	var prev cursor
+	for i := 0; i < count && r.Err == nil; i++ {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
-		seq += r.Varint()
-		at += r.Varint()
-		ev := Event{Process: process, Seq: seq}
-		switch code := r.Uvarint(); {
-		case code == 0:
-			ev.Type = r.String()
-		case code <= uint64(len(eventTypes)):
-			ev.Type = eventTypes[code-1]
-		default:
-			r.Fail()
-		}
-		ev.NodeToken = int(r.Varint())
-		ev.ArcToken = int(r.Varint())
-		if names := r.Uvarint(); names > 0 {
-			if names-1 > uint64(len(r.B)) {
-				r.Fail()
-				break
-			}
-			ev.ArcNames = make([]string, names-1)
-			for j := range ev.ArcNames {
-				ev.ArcNames[j] = r.String()
-			}
-		}
-		ev.At = time.Unix(0, at).UTC()
-		if r.Err == nil && seq > after {
+		ev := read(&r, &prev)
+		if r.Err == nil && ev.Seq > after {
+			ev.Process = process
 			out = append(out, ev)
 		}
 	}
@@ -193,4 +205,71 @@ func AppendEventsAfter(out []Event, process string, record []byte, after int64, 
 		return out, fmt.Errorf("events of %s: %w", process, r.Err)
 	}
 	return out, nil
+}
+
+// cursor is where decoding a compact record stands: the sequence number
+// and time (Unix nanoseconds) of the event read last, 0 before the first.
+type cursor struct{ seq, at int64 }
+
+// readEventV2 reads an event of a compactTag2 record, all but its process,
+// and moves c on to it.
+func readEventV2(r *varint.Reader, c *cursor) Event {
+	head := r.Byte()
+	if head&headNextSeq != 0 {
+		c.seq++
+	} else {
+		c.seq += r.Varint()
+	}
+	if head&headSameTime == 0 {
+		c.at += r.Varint()
+	}
+	ev := Event{Seq: c.seq, At: time.Unix(0, c.at).UTC()}
+	if code := head & headType; code == 0 {
+		ev.Type = r.String()
+	} else if int(code) <= len(eventTypes) {
+		ev.Type = eventTypes[code-1]
+	} else {
+		r.Fail()
+	}
+	ev.NodeToken = int(r.Varint())
+	ev.ArcToken = int(r.Varint())
+	if head&headArcNames != 0 {
+		ev.ArcNames = readNames(r, r.Count())
+	}
+	return ev
+}
+
+// readEventV1 reads an event of a compactTag record, as readEventV2 does.
+func readEventV1(r *varint.Reader, c *cursor) Event {
+	c.seq += r.Varint()
+	c.at += r.Varint()
+	ev := Event{Seq: c.seq, At: time.Unix(0, c.at).UTC()}
+	switch code := r.Uvarint(); {
+	case code == 0:
+		ev.Type = r.String()
+	case code <= uint64(len(eventTypes)):
+		ev.Type = eventTypes[code-1]
+	default:
+		r.Fail()
+	}
+	ev.NodeToken = int(r.Varint())
+	ev.ArcToken = int(r.Varint())
+	if names := r.Uvarint(); names > 0 {
+		if names-1 > uint64(len(r.B)) {
+			r.Fail()
+			return ev
+		}
+		ev.ArcNames = readNames(r, int(names-1))
+	}
+	return ev
+}
+
+// readNames reads n names (n no more than the bytes left: each takes one
+// at least); it returns an empty, not nil, slice for none.
+func readNames(r *varint.Reader, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = r.String()
+	}
+	return names
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -67,14 +68,39 @@ func TestCompactEventsMatchJSON(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("events (-json +compact):\n%s", diff)
 		}
-		// JSON records still read.
-		got, err = AppendEventsAfter(append([]Event{}, prefix...), "p", js, after, limit)
-		if err != nil {
-			t.Fatal(err)
+		// Records of the first compact form and JSON records still read.
+		if v1 := encodeCompactV1(evs); len(compact) > len(v1) {
+			t.Fatalf("compact record of %d bytes, its first form of %d", len(compact), len(v1))
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("JSON events (-want +got):\n%s", diff)
+		for form, rec := range map[string][]byte{"first compact form": encodeCompactV1(evs), "JSON": js} {
+			got, err = AppendEventsAfter(append([]Event{}, prefix...), "p", rec, after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s events (-want +got):\n%s", form, diff)
+			}
 		}
+	}
+}
+
+// A command's events, numbered one after the other and all at one time,
+// take about three bytes each.
+func TestCompactEventsSize(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	var evs []Event
+	for i := range 70 {
+		evs = append(evs, Event{Process: "p", Seq: int64(i + 1), Type: eventTypes[i%len(eventTypes)], NodeToken: i / 7, ArcToken: -1, At: at})
+	}
+	evs[3].ArcNames = []string{}
+	b := encodeCompact(evs)
+	// The tag and count (2), the first time (9), three bytes per event and
+	// one for the empty arc names.
+	if want := 2 + 9 + 3*len(evs) + 1; len(b) != want {
+		t.Errorf("%d events in %d bytes, want %d", len(evs), len(b), want)
+	}
+	if v1 := encodeCompactV1(evs); len(b) > len(v1)*2/3 {
+		t.Errorf("%d bytes, against %d in the first compact form", len(b), len(v1))
 	}
 }
 
@@ -86,7 +112,18 @@ func TestCompactEventsMalformed(t *testing.T) {
 			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(b))
 		}
 	}
-	for _, bad := range [][]byte{{compactTag, 0xff}, {compactTag, 200, 1}, {compactTag, 1, 0, 0, 99, 0, 0, 0}} {
+	v1 := encodeCompactV1(evs)
+	for n := 1; n < len(v1); n++ {
+		if _, err := AppendEventsAfter(nil, "p", v1[:n], 0, 0); err == nil {
+			t.Fatalf("a record of the first form cut to %d of %d bytes decoded", n, len(v1))
+		}
+	}
+	for _, bad := range [][]byte{
+		{compactTag, 0xff}, {compactTag, 200, 1}, {compactTag, 1, 0, 0, 99, 0, 0, 0}, {compactTag, 1, 0, 0, 1, 0, 0, 9},
+		{compactTag2, 0xff}, {compactTag2, 2, 0x61, 0, 0},
+		{compactTag2, 1, 0x60 | 30, 0, 0}, // no type 30
+		{compactTag2, 1, 0xe1, 0, 0, 5},   // five arc names in no bytes
+	} {
 		if _, err := AppendEventsAfter(nil, "p", bad, 0, 0); err == nil {
 			t.Fatalf("%x decoded", bad)
 		}
@@ -115,6 +152,7 @@ func FuzzDecodeEvents(f *testing.F) {
 	for range 8 {
 		evs := randomEvents(r, "p")
 		f.Add(encodeCompact(evs))
+		f.Add(encodeCompactV1(evs))
 		f.Add(EncodeEvents(evs))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -133,6 +171,35 @@ func encodeCompactTo(buf []byte, evs []Event) []byte {
 		enc.Add(ev.Seq, ev.Type, ev.NodeToken, ev.ArcToken, ev.ArcNames, ev.At.UnixNano())
 	}
 	return enc.Record().Data
+}
+
+// encodeCompactV1 is the record of evs in the first compact form, which
+// Veena no longer writes but still reads.
+func encodeCompactV1(evs []Event) []byte {
+	b := append([]byte{compactTag}, binary.AppendUvarint(nil, uint64(len(evs)))...)
+	var seq, at int64
+	for _, ev := range evs {
+		b = binary.AppendVarint(b, ev.Seq-seq)
+		b = binary.AppendVarint(b, ev.At.UnixNano()-at)
+		seq, at = ev.Seq, ev.At.UnixNano()
+		if code, ok := eventTypeCodes[ev.Type]; ok {
+			b = binary.AppendUvarint(b, code)
+		} else {
+			b = append(b, 0)
+			b = appendString(b, ev.Type)
+		}
+		b = binary.AppendVarint(b, int64(ev.NodeToken))
+		b = binary.AppendVarint(b, int64(ev.ArcToken))
+		if ev.ArcNames == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(ev.ArcNames))+1)
+		for _, name := range ev.ArcNames {
+			b = appendString(b, name)
+		}
+	}
+	return b
 }
 
 // EncodeEventRecords makes one record per run of one process's events,

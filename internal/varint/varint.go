@@ -22,6 +22,20 @@ func (r *Reader) Fail() {
 	}
 }
 
+// Byte reads one byte.
+func (r *Reader) Byte() byte {
+	if r.Err != nil {
+		return 0
+	}
+	if len(r.B) == 0 {
+		r.Fail()
+		return 0
+	}
+	b := r.B[0]
+	r.B = r.B[1:]
+	return b
+}
+
 // Uvarint reads an unsigned varint.
 func (r *Reader) Uvarint() uint64 { return read(r, binary.Uvarint) }
 

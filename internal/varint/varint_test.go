@@ -15,6 +15,7 @@ func TestReader(t *testing.T) {
 	b = binary.AppendUvarint(b, 3)
 	b = append(b, "abc"...)
 	b = binary.AppendUvarint(b, 0)
+	b = append(b, 0xa5)
 	r := Reader{B: b, Malformed: errBad}
 	if got := r.Uvarint(); got != 300 {
 		t.Errorf("Uvarint = %d, want 300", got)
@@ -29,11 +30,14 @@ func TestReader(t *testing.T) {
 	if got := r.String(); got != "" {
 		t.Errorf("String = %q, want empty", got)
 	}
+	if got := r.Byte(); got != 0xa5 {
+		t.Errorf("Byte = %#x, want 0xa5", got)
+	}
 	if r.Err != nil || len(r.B) != 0 {
 		t.Fatalf("after a whole record: err %v, %d bytes left", r.Err, len(r.B))
 	}
 	// Reading past the end fails, and the failure sticks.
-	if got := r.Uvarint(); got != 0 || !errors.Is(r.Err, errBad) {
+	if got := r.Byte(); got != 0 || !errors.Is(r.Err, errBad) {
 		t.Fatalf("past the end: %d, %v", got, r.Err)
 	}
 	r.B = binary.AppendUvarint(nil, 7)
@@ -70,7 +74,9 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := Reader{B: b, Malformed: errBad}
 		for i := 0; r.Err == nil && i < 64; i++ {
-			switch i % 4 {
+			switch i % 5 {
+			case 4:
+				r.Byte()
 			case 0:
 				r.Uvarint()
 			case 1:

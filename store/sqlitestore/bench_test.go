@@ -57,7 +57,8 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, name, xml string, 
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0, frames0 := cpuTime(), st.Frames()
+	_, commits0 := st.Stats()
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Add(1)
@@ -87,6 +88,9 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, name, xml string, 
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
 	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
+	_, commits := st.Stats()
+	b.ReportMetric(float64(st.Frames()-frames0)/float64(b.N), "frames/command")
+	b.ReportMetric(float64(b.N)/float64(commits-commits0), "commands/commit")
 }
 
 func BenchmarkEngineSplit10Normal(b *testing.B) {

@@ -109,6 +109,7 @@ type Store struct {
 	sinceRestart int // frames committed since the writer last checkpointed
 
 	updates, commits atomic.Int64
+	frames           atomic.Int64 // WAL frames the writer has committed
 	busy             atomic.Int64 // nanoseconds the writer spent on batches
 	fallbacks        atomic.Int64 // batches run again with a savepoint per request
 }
@@ -121,6 +122,11 @@ const (
 
 // Stats reports how many Updates committed and in how many transactions.
 func (s *Store) Stats() (updates, commits int64) { return s.updates.Load(), s.commits.Load() }
+
+// Frames reports how many WAL frames (database pages) the writer's
+// commits have written: divided by the Updates, what a command costs in
+// writing, the store's main cost.
+func (s *Store) Frames() int64 { return s.frames.Load() }
 
 // WriterBusy reports how long the writer goroutine has spent running
 // batches, from their first statement to their commit (or rollback): the
@@ -478,6 +484,8 @@ func (s *Store) countFrames() {
 	n, _, err := s.status.Status(sqlite.DBStatusCacheWrite, true)
 	if err != nil {
 		n = checkpointFrames // unknown: ask, a checkpoint with nothing to do is cheap
+	} else {
+		s.frames.Add(int64(n))
 	}
 	s.walFrames += n
 	s.sinceRestart += n
