@@ -33,6 +33,7 @@ import (
 
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/internal/sqlstore"
+	"github.com/veena-wf/veena/store/sqlitestore/internal/walbuf"
 )
 
 //go:embed migrations/*.sql
@@ -59,6 +60,10 @@ type Options struct {
 	// larger than about a quarter of a page spills into overflow pages,
 	// each another page written.
 	PageSize int
+	// PlainWAL writes the WAL through SQLite's own VFS, two write calls
+	// per page, instead of one call per commit (see package walbuf); for
+	// comparison.
+	PlainWAL bool
 }
 
 // defaultPageSize is Options.PageSize's default, SQLite's own. With 2048
@@ -166,7 +171,14 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.PageSize < 512 || opts.PageSize > 65536 || opts.PageSize&(opts.PageSize-1) != 0 {
 		return nil, fmt.Errorf("sqlitestore: page size %d is not a power of two from 512 to 65536", opts.PageSize)
 	}
-	q := url.Values{}
+	q, rq := url.Values{}, url.Values{}
+	if !opts.PlainWAL {
+		if err := walbuf.Register(); err != nil {
+			return nil, fmt.Errorf("sqlitestore: %w", err)
+		}
+		q.Set("vfs", walbuf.Name)
+		rq.Set("vfs", walbuf.Name)
+	}
 	q.Set("_busy_timeout", "30000")
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", strings.ToUpper(opts.Synchronous))
@@ -202,7 +214,6 @@ func Open(path string, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, store.Unavailable("sqlitestore: open "+path, classify(err))
 	}
-	rq := url.Values{}
 	rq.Set("_busy_timeout", "30000")
 	rq.Set("_query_only", "1")
 	rdb, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
