@@ -17,6 +17,7 @@ import (
 	"github.com/veena-wf/veena/bench"
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/sqlitestore"
+	"github.com/veena-wf/veena/store/sqlitestore/internal/walbuf"
 )
 
 // perfWaitXML and perfSplit10XML are the definitions of veena bench's
@@ -111,9 +112,22 @@ func BenchmarkEngineWaitFull(b *testing.B)        { benchEngineWait(b, "FULL", 1
 func BenchmarkEngineWaitFullGroup(b *testing.B)   { benchEngineWait(b, "FULL", 256) }
 
 // BenchmarkRawInsert is the bench's raw rate: one-row committed inserts
-// from 16 goroutines sharing one connection, synchronous NORMAL.
-func BenchmarkRawInsert(b *testing.B) {
+// from 16 goroutines sharing one connection, synchronous NORMAL, through
+// SQLite's own VFS.
+func BenchmarkRawInsert(b *testing.B) { benchRawInsert(b, false) }
+
+// BenchmarkRawInsertWALBuffered is BenchmarkRawInsert through the VFS the
+// store writes its WAL with (package walbuf).
+func BenchmarkRawInsertWALBuffered(b *testing.B) { benchRawInsert(b, true) }
+
+func benchRawInsert(b *testing.B, buffered bool) {
 	q := url.Values{}
+	if buffered {
+		if err := walbuf.Register(); err != nil {
+			b.Fatal(err)
+		}
+		q.Set("vfs", walbuf.Name)
+	}
 	q.Set("_busy_timeout", "30000")
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "NORMAL")
