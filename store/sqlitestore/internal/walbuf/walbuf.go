@@ -244,54 +244,46 @@ func (w *walFile) grow(tls *libc.TLS, n int) int32 {
 	return sqlite3.SQLITE_OK
 }
 
-func xRead(tls *libc.TLS, file, buf uintptr, amt int32, off int64) int32 {
+// flushed writes what is buffered for file, then makes the call (the
+// methods that could see the file differ from what SQLite wrote).
+func flushed(tls *libc.TLS, file uintptr, call func(m *sqlite3.Tsqlite3_io_methods) int32) int32 {
 	w := walOf(file)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if rc := w.flush(tls, file); rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	return goFunc[rwFunc](w.methods.FxRead)(tls, file, buf, amt, off)
+	return call(w.methods)
+}
+
+func xRead(tls *libc.TLS, file, buf uintptr, amt int32, off int64) int32 {
+	return flushed(tls, file, func(m *sqlite3.Tsqlite3_io_methods) int32 {
+		return goFunc[rwFunc](m.FxRead)(tls, file, buf, amt, off)
+	})
 }
 
 func xTruncate(tls *libc.TLS, file uintptr, size int64) int32 {
-	w := walOf(file)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if rc := w.flush(tls, file); rc != sqlite3.SQLITE_OK {
-		return rc
-	}
-	return goFunc[truncateFunc](w.methods.FxTruncate)(tls, file, size)
+	return flushed(tls, file, func(m *sqlite3.Tsqlite3_io_methods) int32 {
+		return goFunc[truncateFunc](m.FxTruncate)(tls, file, size)
+	})
 }
 
 func xSync(tls *libc.TLS, file uintptr, flags int32) int32 {
-	w := walOf(file)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if rc := w.flush(tls, file); rc != sqlite3.SQLITE_OK {
-		return rc
-	}
-	return goFunc[syncFunc](w.methods.FxSync)(tls, file, flags)
+	return flushed(tls, file, func(m *sqlite3.Tsqlite3_io_methods) int32 {
+		return goFunc[syncFunc](m.FxSync)(tls, file, flags)
+	})
 }
 
 func xFileSize(tls *libc.TLS, file, size uintptr) int32 {
-	w := walOf(file)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if rc := w.flush(tls, file); rc != sqlite3.SQLITE_OK {
-		return rc
-	}
-	return goFunc[sizeFunc](w.methods.FxFileSize)(tls, file, size)
+	return flushed(tls, file, func(m *sqlite3.Tsqlite3_io_methods) int32 {
+		return goFunc[sizeFunc](m.FxFileSize)(tls, file, size)
+	})
 }
 
 func xFileControl(tls *libc.TLS, file uintptr, op int32, arg uintptr) int32 {
-	w := walOf(file)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if rc := w.flush(tls, file); rc != sqlite3.SQLITE_OK {
-		return rc
-	}
-	return goFunc[controlFunc](w.methods.FxFileControl)(tls, file, op, arg)
+	return flushed(tls, file, func(m *sqlite3.Tsqlite3_io_methods) int32 {
+		return goFunc[controlFunc](m.FxFileControl)(tls, file, op, arg)
+	})
 }
 
 func xClose(tls *libc.TLS, file uintptr) int32 {

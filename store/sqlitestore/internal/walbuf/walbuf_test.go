@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -128,9 +129,11 @@ func TestReadersSeeCommits(t *testing.T) {
 	for i := range readers {
 		readers[i] = open(t, path, i == 2) // one reader through SQLite's own VFS
 	}
-	const commits = 250
+	const commits = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var pause sync.RWMutex // held by the writer while it restarts the WAL
+	var reads atomic.Int64
 	errs := make(chan error, len(readers))
 	for _, r := range readers {
 		wg.Add(1)
@@ -139,6 +142,7 @@ func TestReadersSeeCommits(t *testing.T) {
 			last := -1
 			for ctx.Err() == nil {
 				var rows, n int
+				pause.RLock()
 				tx, err := r.Begin()
 				if err == nil {
 					err = tx.QueryRow("SELECT count(*) FROM t").Scan(&rows)
@@ -149,6 +153,7 @@ func TestReadersSeeCommits(t *testing.T) {
 				if tx != nil {
 					tx.Rollback()
 				}
+				pause.RUnlock()
 				switch {
 				case err != nil:
 					errs <- err
@@ -161,6 +166,7 @@ func TestReadersSeeCommits(t *testing.T) {
 					return
 				}
 				last = n
+				reads.Add(1)
 			}
 		}()
 	}
@@ -183,7 +189,14 @@ func TestReadersSeeCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%100 == 99 {
-			exec1(t, w, "PRAGMA wal_checkpoint(RESTART)")
+			// The next commit writes the WAL from its start again.
+			pause.Lock()
+			var busy, log, done int
+			err := w.QueryRow("PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &log, &done)
+			pause.Unlock()
+			if err != nil || busy != 0 {
+				t.Fatalf("restart the WAL: busy %d, %v", busy, err)
+			}
 		}
 	}
 	cancel()
@@ -192,6 +205,10 @@ func TestReadersSeeCommits(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	if reads.Load() < commits/10 {
+		t.Fatalf("the readers read %d times during %d commits", reads.Load(), commits)
+	}
+	t.Logf("%d reads during %d commits", reads.Load(), commits)
 	w.Close()
 	for _, r := range readers {
 		r.Close()
