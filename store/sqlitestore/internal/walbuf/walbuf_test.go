@@ -2,6 +2,7 @@ package walbuf
 
 import (
 	"context"
+	"math/rand/v2"
 	"database/sql"
 	"fmt"
 	"os"
@@ -114,6 +115,81 @@ func TestLargeCommit(t *testing.T) {
 	}
 	if err := plain.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 		t.Fatalf("integrity check: %q, %v", check, err)
+	}
+}
+
+// Transactions larger than the page cache write frames before they commit
+// (spills), may write those pages again, and may roll back, after which the
+// next transaction writes over the frames of the rolled back one: the
+// database ends as SQLite's own VFS reads it, with what the committed
+// transactions wrote and nothing of the others.
+func TestSpillsAndRollbacks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	db := open(t, path, false)
+	exec1(t, db, "PRAGMA cache_size = 20") // pages: a few dozen rows spill
+	exec1(t, db, "CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, v TEXT)")
+	exec1(t, db, "CREATE INDEX t_v ON t (v)")
+	r := rand.New(rand.NewPCG(1, 2))
+	pad := strings.Repeat("s", 600)
+	want := map[int]int{} // rows by transaction, of the committed ones
+	for g := range 300 {
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 1 + r.IntN(150)
+		for i := range n {
+			if _, err := tx.Exec("INSERT INTO t (g, v) VALUES (?, ?)", g, fmt.Sprint(r.IntN(1000), pad, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Change some rows written earlier in the transaction: their pages
+		// may be in the WAL already.
+		if _, err := tx.Exec("UPDATE t SET v = v || 'x' WHERE g = ? AND k % 3 = 0", g); err != nil {
+			t.Fatal(err)
+		}
+		if r.IntN(3) == 0 {
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		want[g] = n
+		if r.IntN(20) == 0 {
+			exec1(t, db, "PRAGMA wal_checkpoint(RESTART)")
+		}
+	}
+	db.Close()
+	plain := open(t, path, true)
+	var check string
+	if err := plain.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity check: %q, %v", check, err)
+	}
+	rows, err := plain.Query("SELECT g, count(*) FROM t GROUP BY g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int{}
+	for rows.Next() {
+		var g, n int
+		if err := rows.Scan(&g, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[g] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d transactions' rows, want %d", len(got), len(want))
+	}
+	for g, n := range want {
+		if got[g] != n {
+			t.Fatalf("transaction %d: %d rows, want %d", g, got[g], n)
+		}
 	}
 }
 
