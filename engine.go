@@ -475,12 +475,15 @@ type plan struct {
 	err     error
 	result  *Process
 	records []*store.Process
-	events  []store.EventRecord
-	timers  []timerWrite
-	ctxPut  []string // processes whose context starts to count
-	ctxDrop []string // processes whose context stops counting
-	unique  []string
-	bump    bool // the root row is not rewritten: set its version
+	events  []store.EventRecord // all the command's, for subscribers
+	// appended are the event records of events that are not a new
+	// process's first (those go with its row, see store.Process).
+	appended []store.EventRecord
+	timers   []timerWrite
+	ctxPut   []string // processes whose context starts to count
+	ctxDrop  []string // processes whose context stops counting
+	unique   []string
+	bump     bool // the root row is not rewritten: set its version
 }
 
 type timerWrite struct {
@@ -535,10 +538,16 @@ func (p *plan) prepare() error {
 			rec.StoredState = b.state.String()
 		}
 		p.records = append(p.records, rec)
-		if len(q.Events) > 0 {
-			p.events = append(p.events, eventRecord(q))
-		}
 		before, known := t.before[q.ID]
+		if len(q.Events) > 0 {
+			r := eventRecord(q)
+			p.events = append(p.events, r)
+			if !known && r.First == 1 {
+				rec.FirstEvents = &r // stored with the new row
+			} else {
+				p.appended = append(p.appended, r)
+			}
+		}
 		now := factsOf(q)
 		if now.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
@@ -584,8 +593,8 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	if len(p.events) > 0 {
-		if err := tx.AppendEvents(ctx, p.events); err != nil {
+	if len(p.appended) > 0 {
+		if err := tx.AppendEvents(ctx, p.appended); err != nil {
 			return err
 		}
 	}

@@ -86,6 +86,12 @@ type Process struct {
 	// changing columns in place, leaving the state index alone when the
 	// state stays.
 	StoredState string
+	// FirstEvents, on a new row (StoredState ""), is the event record of
+	// the command that creates the process, its events from sequence
+	// number 1. PutProcess stores it as AppendEvents would, or with the
+	// row: a store may keep it there and save a write. Rows read back do
+	// not carry it; Events returns its events.
+	FirstEvents *EventRecord
 }
 
 // Event is one stored execution event. NodeToken and ArcToken are token

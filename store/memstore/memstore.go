@@ -200,12 +200,18 @@ func (t *tx) Tree(ctx context.Context, root string) ([]*store.Process, error) {
 	return t.s.Tree(ctx, root)
 }
 
-func (t *tx) PutProcess(_ context.Context, p *store.Process) error {
+func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
+	if p.FirstEvents != nil {
+		if err := t.AppendEvents(ctx, []store.EventRecord{*p.FirstEvents}); err != nil {
+			return err
+		}
+	}
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := *p
 	c.Context = maps.Clone(p.Context)
+	c.FirstEvents = nil
 	old, had := s.procs[p.ID]
 	s.procs[p.ID] = &c
 	if !had {

@@ -663,13 +663,19 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 		t.writeRoot(p.ID, `UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
 			tree_version = $7, context = $8 WHERE id = $1`,
 			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c)
-		return nil
-	}
-	t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+	} else {
+		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
-		p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
-		p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
+			p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
+			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
+	}
+	if p.FirstEvents != nil {
+		// PostgreSQL keeps them with the other events: a row there does
+		// not cost a page of its own, and a wider process row would make
+		// its updates dearer.
+		return t.AppendEvents(ctx, []store.EventRecord{*p.FirstEvents})
+	}
 	return nil
 }
 

@@ -866,6 +866,9 @@ const (
 	qUpsertProcess = `INSERT INTO processes (` + sqlstore.ProcessColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`
+	// A new row with the event record of the command creating it.
+	qInsertProcessFirstEvents = `INSERT INTO processes (` + sqlstore.ProcessColumns + `, first_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`
 	// A row whose state changes: the state index entry moves.
 	qUpdateProcess = `UPDATE processes SET state = ?, env = ?, snapshot = ?, event_seq = ?, updated_at = ?, tree_version = ?, context = ?
 		WHERE id = ?`
@@ -934,10 +937,26 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 			}
 		}
 	}
+	if f := p.FirstEvents; f != nil && f.First == 1 && p.StoredState == "" {
+		// A new row keeps the events of its first command: no events row.
+		res, err := s.run(qInsertProcessFirstEvents,
+			p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
+			nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, f.Data)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		// The row exists after all: rewrite it, and the events go to events.
+	}
 	_, err = s.run(qUpsertProcess,
 		p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
 		nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
-	return err
+	if err != nil || p.FirstEvents == nil {
+		return err
+	}
+	return t.AppendEvents(ctx, []store.EventRecord{*p.FirstEvents})
 }
 
 // nullBytes is b as a driver value: a nil slice is NULL, which the NOT NULL
@@ -974,13 +993,28 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 func (t *tx) AppendEvents(ctx context.Context, recs []store.EventRecord) error {
 	t.wrote = true
 	for _, r := range recs {
-		if _, err := t.s.run(`INSERT INTO events (process_id, seq, last_seq, data) VALUES (?, ?, ?, ?)`,
-			r.Process, r.First, r.Last, r.Data); err != nil {
+		q := qInsertEvents
+		if r.First == 1 {
+			// The first events may be in the process row (see PutProcess):
+			// they are stored once.
+			q = qInsertFirstEvents
+		}
+		res, err := t.s.run(q, r.Process, r.First, r.Last, r.Data)
+		if err != nil {
 			return fmt.Errorf("store events: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("store events: events %d..%d of process %s are stored already: %w", r.First, r.Last, r.Process, store.ErrConflict)
 		}
 	}
 	return nil
 }
+
+const (
+	qInsertEvents      = `INSERT INTO events (process_id, seq, last_seq, data) VALUES (?1, ?2, ?3, ?4)`
+	qInsertFirstEvents = `INSERT INTO events (process_id, seq, last_seq, data) SELECT ?1, ?2, ?3, ?4
+		WHERE NOT EXISTS (SELECT 1 FROM processes WHERE id = ?1 AND first_events IS NOT NULL)`
+)
 
 func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.Timer) error {
 	t.wrote = true
@@ -1066,9 +1100,16 @@ func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process
 	return out, nil
 }
 
+// qEvents reads the event records of a process with events after a
+// sequence number, in order: the first may be in the process row.
+const qEvents = `SELECT data FROM (
+		SELECT 1 AS seq, first_events AS data FROM processes WHERE id = ?1 AND first_events IS NOT NULL
+		UNION ALL SELECT seq, data FROM events WHERE process_id = ?1 AND last_seq > ?2)
+	ORDER BY seq`
+
 // Events returns events of a process after a sequence number.
 func (s *Store) Events(ctx context.Context, process string, after int64, limit int) ([]store.Event, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT data FROM events WHERE process_id = ? AND last_seq > ? ORDER BY seq`, process, after)
+	rows, err := s.rdb.QueryContext(ctx, qEvents, process, after)
 	if err != nil {
 		return nil, readErr(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/veena-wf/veena/store"
 )
@@ -34,6 +35,7 @@ func Run(t *testing.T, open Open) {
 		{"TreeOrder", testTreeOrder},
 		{"Processes", testProcesses},
 		{"Events", testEvents},
+		{"FirstEvents", testFirstEvents},
 		{"IdempotencyKeys", testKeys},
 		{"PurgeKeys", testPurgeKeys},
 		{"Contexts", testContexts},
@@ -385,6 +387,62 @@ func testEvents(t *testing.T, s store.Store) {
 	})
 	if err == nil {
 		t.Fatal("storing an event twice succeeded")
+	}
+}
+
+// testFirstEvents: the event record a new row carries is stored once, and
+// reads with the records appended after it, in order, whatever after and
+// limit; a row put again does not lose them.
+func testFirstEvents(t *testing.T, s store.Store) {
+	c := ctx(t)
+	var evs []store.Event
+	for i := 1; i <= 30; i++ {
+		evs = append(evs, store.Event{Process: "p1", Seq: int64(i), Type: "T" + strconv.Itoa(i), NodeToken: i % 4, ArcToken: i%3 - 1, At: t0.Add(time.Duration(i/10) * time.Second)})
+	}
+	first := store.EncodeEventRecords(evs[:12])[0]
+	p := proc("p1", "p1", "", 0)
+	p.EventSeq, p.FirstEvents = 12, &first
+	put(t, s, p)
+	// The stored row does not carry them; rewriting it keeps them.
+	q := proc("p1", "p1", "", 0)
+	q.StoredState, q.State, q.EventSeq = "executing", "completed", 20
+	err := s.Update(c, func(c context.Context, tx store.Tx) error {
+		if err := tx.PutProcess(c, q); err != nil {
+			return err
+		}
+		return tx.AppendEvents(c, store.EncodeEventRecords(evs[12:20]))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(c, func(c context.Context, tx store.Tx) error {
+		return tx.AppendEvents(c, store.EncodeEventRecords(evs[20:]))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Process(c, "p1"); err != nil || got.FirstEvents != nil || got.State != "completed" {
+		t.Fatalf("process read back: %+v, %v", got, err)
+	}
+	for _, tc := range []struct{ after, limit, from, to int }{
+		{0, 0, 0, 30}, {5, 4, 5, 9}, {10, 5, 10, 15}, {12, 0, 12, 30}, {19, 3, 19, 22}, {29, 0, 29, 30}, {30, 0, 30, 30},
+	} {
+		got, err := s.Events(c, "p1", int64(tc.after), tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(evs[tc.from:tc.to], got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("events after %d, limit %d (-want +have):\n%s", tc.after, tc.limit, diff)
+		}
+	}
+	// The first events are stored once, in the row or not.
+	err = s.Update(c, func(c context.Context, tx store.Tx) error {
+		return tx.AppendEvents(c, store.EncodeEventRecords(evs[:1]))
+	})
+	if err == nil {
+		t.Fatal("storing the first events again succeeded")
+	}
+	if got, err := s.Events(c, "p1", 0, 0); err != nil || len(got) != len(evs) {
+		t.Fatalf("after a refused append: %d events, %v", len(got), err)
 	}
 }
 

@@ -2,9 +2,9 @@ package walbuf
 
 import (
 	"context"
-	"math/rand/v2"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
