@@ -925,7 +925,7 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 			if checked {
 				t.expecting = false
 			}
-			return nil
+			return t.appendFirstEvents(ctx, p)
 		}
 		if checked {
 			// Not as expected: checkExpected says why, or it is the row
@@ -953,8 +953,17 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	_, err = s.run(qUpsertProcess,
 		p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
 		nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
-	if err != nil || p.FirstEvents == nil {
+	if err != nil {
 		return err
+	}
+	return t.appendFirstEvents(ctx, p)
+}
+
+// appendFirstEvents stores the first events of a row that does not keep
+// them, in events.
+func (t *tx) appendFirstEvents(ctx context.Context, p *store.Process) error {
+	if p.FirstEvents == nil {
+		return nil
 	}
 	return t.AppendEvents(ctx, []store.EventRecord{*p.FirstEvents})
 }
