@@ -28,6 +28,13 @@
 // VFS, only later and fewer at a time; a write error comes back to SQLite
 // from the call that flushed, which for a commit is the write of its last
 // page, so the commit fails as it would have.
+//
+// This rests on how SQLite writes a WAL (wal.c, as modernc.org/sqlite
+// ships it): a frame is one write of its 24-byte header and then one of its
+// page, a commit's frame is the last it writes before it syncs (with
+// synchronous=FULL) or returns, and the WAL index publishes the commit only
+// after that. The tests of this package, which fail if a commit stays
+// buffered, and the crash test guard it across upgrades.
 package walbuf
 
 import (
