@@ -176,10 +176,10 @@ func appendString(b []byte, s string) []byte {
 
 var errCompact = errors.New("malformed compact event record")
 
-// AppendEventsAfter decodes the Data of an event record, compact or in the
-// JSON form of EncodeEvents (which stores older than the compact form
-// wrote), and appends to out its events with Seq > after, until out holds
-// limit events (no bound if limit <= 0).
+// AppendEventsAfter decodes the Data of an event record, compact (either
+// form) or in the JSON form of EncodeEvents (which stores older than the
+// compact form wrote), and appends to out its events with Seq > after,
+// until out holds limit events (no bound if limit <= 0).
 func AppendEventsAfter(out []Event, process string, record []byte, after int64, limit int) ([]Event, error) {
 	if len(record) == 0 || (record[0] != compactTag && record[0] != compactTag2) {
 		return appendJSONEventsAfter(out, process, record, after, limit)
