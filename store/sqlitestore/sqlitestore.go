@@ -1110,11 +1110,13 @@ func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process
 }
 
 // qEvents reads the event records of a process with events after a
-// sequence number, in order: the first may be in the process row.
-const qEvents = `SELECT data FROM (
-		SELECT 1 AS seq, first_events AS data FROM processes WHERE id = ?1 AND first_events IS NOT NULL
-		UNION ALL SELECT seq, data FROM events WHERE process_id = ?1 AND last_seq > ?2)
-	ORDER BY seq`
+// sequence number, in order: the first may be in the process row. Each
+// part comes in seq order from its primary key, and SQLite merges the two
+// without sorting, so that a long log read a page at a time is not read
+// whole. It gives the data, then the seq it orders by.
+const qEvents = `SELECT first_events, 1 FROM processes WHERE id = ?1 AND first_events IS NOT NULL
+	UNION ALL SELECT data, seq FROM events WHERE process_id = ?1 AND last_seq > ?2
+	ORDER BY 2`
 
 // Events returns events of a process after a sequence number.
 func (s *Store) Events(ctx context.Context, process string, after int64, limit int) ([]store.Event, error) {
@@ -1123,7 +1125,15 @@ func (s *Store) Events(ctx context.Context, process string, after int64, limit i
 		return nil, readErr(err)
 	}
 	defer rows.Close()
-	return sqlstore.ScanEvents(rows, process, after, limit, readErr)
+	return sqlstore.ScanEvents(dataThenSeq{rows}, process, after, limit, readErr)
+}
+
+// dataThenSeq reads the rows of qEvents as rows of their data alone.
+type dataThenSeq struct{ *sql.Rows }
+
+func (r dataThenSeq) Scan(dest ...any) error {
+	var seq int64
+	return r.Rows.Scan(append(dest, &seq)...)
 }
 
 // FindByContext finds executing processes by context.
