@@ -937,11 +937,14 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 			}
 		}
 	}
+	// The columns of a whole row, in sqlstore.ProcessColumns order, and room
+	// for first_events.
+	row := make([]any, 0, 16)
+	row = append(row, p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
+		nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
 	if f := p.FirstEvents; f != nil && f.First == 1 && p.StoredState == "" {
 		// A new row keeps the events of its first command: no events row.
-		res, err := s.run(qInsertProcessFirstEvents,
-			p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
-			nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, f.Data)
+		res, err := s.run(qInsertProcessFirstEvents, append(row, f.Data)...)
 		if err != nil {
 			return err
 		}
@@ -950,9 +953,7 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 		}
 		// The row exists after all: rewrite it, and the events go to events.
 	}
-	_, err = s.run(qUpsertProcess,
-		p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
-		nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
+	_, err = s.run(qUpsertProcess, row...)
 	if err != nil {
 		return err
 	}
