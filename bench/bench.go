@@ -701,8 +701,8 @@ func startParkedProcess(ctx context.Context, e *veena.Engine) (*veena.Process, e
 }
 
 // parkPostgres fills the database with n waiting processes: it starts one
-// process of bench-wait and copies its rows (process and events) n times
-// in bulk.
+// process of bench-wait and copies its rows (process, with the events it
+// may hold, and events) n times in bulk.
 func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n int) error {
 	p, err := startParkedProcess(ctx, e)
 	if err != nil {
@@ -711,8 +711,8 @@ func parkPostgres(ctx context.Context, e *veena.Engine, pool *pgxpool.Pool, n in
 	const chunk = 100000
 	for from := 1; from <= n; from += chunk {
 		to := min(n, from+chunk-1)
-		_, err := pool.Exec(ctx, `INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version)
-			SELECT 'parked-' || g, 'parked-' || g, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version
+		_, err := pool.Exec(ctx, `INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version, first_events)
+			SELECT 'parked-' || g, 'parked-' || g, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version, first_events
 			FROM processes, generate_series($2::int, $3::int) AS g WHERE id = $1`, p.ID, from, to)
 		if err != nil {
 			return fmt.Errorf("copy the parked process rows: %w", err)
@@ -743,8 +743,8 @@ func parkSQLite(ctx context.Context, e *veena.Engine, path string, n int) error 
 	for from := 1; from <= n; from += chunk {
 		to := min(n, from+chunk-1)
 		series := `WITH RECURSIVE g(x) AS (SELECT ? UNION ALL SELECT x + 1 FROM g WHERE x < ?)`
-		if _, err := db.ExecContext(ctx, series+` INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version)
-			SELECT 'parked-' || x, 'parked-' || x, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version
+		if _, err := db.ExecContext(ctx, series+` INSERT INTO processes (id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version, first_events)
+			SELECT 'parked-' || x, 'parked-' || x, '', -1, 0, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version, first_events
 			FROM processes, g WHERE id = ?`, from, to, p.ID); err != nil {
 			return fmt.Errorf("copy the parked process rows: %w", err)
 		}

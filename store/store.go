@@ -90,7 +90,9 @@ type Process struct {
 	// the command that creates the process, its events from sequence
 	// number 1. PutProcess stores it as AppendEvents would, or with the
 	// row: a store may keep it there and save a write. Rows read back do
-	// not carry it; Events returns its events.
+	// not carry it; Events returns its events. The engine sets it only on
+	// a row it creates: a store may refuse the row if it exists already
+	// (ErrConflict).
 	FirstEvents *EventRecord
 }
 

@@ -659,11 +659,21 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	if err != nil {
 		return err
 	}
-	if p.StoredState != "" {
+	switch f := p.FirstEvents; {
+	case p.StoredState != "":
 		t.writeRoot(p.ID, `UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
 			tree_version = $7, context = $8 WHERE id = $1`,
 			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c)
-	} else {
+	case f != nil && f.First == 1:
+		// A new row keeps the events of its first command: one row
+		// inserted, not two. The engine sends them only with a row it
+		// creates, so a row that exists already is a conflict.
+		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`, first_events)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+			p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
+			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, f.Data)
+		return nil
+	default:
 		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
@@ -671,9 +681,6 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
 	}
 	if p.FirstEvents != nil {
-		// PostgreSQL keeps them with the other events: a row there does
-		// not cost a page of its own, and a wider process row would make
-		// its updates dearer.
 		return t.AppendEvents(ctx, []store.EventRecord{*p.FirstEvents})
 	}
 	return nil
@@ -686,6 +693,18 @@ func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
 
 func (t *tx) AppendEvents(ctx context.Context, recs []store.EventRecord) error {
 	for _, r := range recs {
+		if r.First == 1 {
+			// The events from 1 may be in the process row already; the
+			// primary key of events cannot see them there.
+			t.queue(`SELECT EXISTS (SELECT 1 FROM processes WHERE id = $1 AND first_events IS NOT NULL)`, r.Process)
+			var held bool
+			if err := t.flush(ctx, func(br pgx.BatchResults) error { return br.QueryRow().Scan(&held) }); err != nil {
+				return classify(err)
+			}
+			if held {
+				return fmt.Errorf("events of process %s from 1: %w", r.Process, store.ErrConflict)
+			}
+		}
 		t.write("", `INSERT INTO events (process_id, seq, last_seq, data) VALUES ($1, $2, $3, $4)`,
 			r.Process, r.First, r.Last, r.Data)
 	}
@@ -758,9 +777,17 @@ func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process
 	return out, nil
 }
 
+// qEvents reads the event records of a process with events after a
+// sequence number, in order: the first may be in the process row. Both
+// parts come in seq order from their primary keys, for the server to merge.
+const qEvents = `SELECT data FROM (
+	SELECT first_events AS data, 1::bigint AS seq FROM processes WHERE id = $1 AND first_events IS NOT NULL
+	UNION ALL SELECT data, seq FROM events WHERE process_id = $1 AND last_seq > $2) AS e
+	ORDER BY seq`
+
 // Events returns events of a process after a sequence number.
 func (s *Store) Events(ctx context.Context, process string, after int64, limit int) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT data FROM events WHERE process_id = $1 AND last_seq > $2 ORDER BY seq`, process, after)
+	rows, err := s.pool.Query(ctx, qEvents, process, after)
 	if err != nil {
 		return nil, classify(err)
 	}

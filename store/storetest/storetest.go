@@ -444,6 +444,17 @@ func testFirstEvents(t *testing.T, s store.Store) {
 	if got, err := s.Events(c, "p1", 0, 0); err != nil || len(got) != len(evs) {
 		t.Fatalf("after a refused append: %d events, %v", len(got), err)
 	}
+	// A new row with first events that exists already is refused, or put
+	// with its events still stored once.
+	again := proc("p1", "p1", "", 0)
+	again.EventSeq, again.FirstEvents = 12, &first
+	err = s.Update(c, func(c context.Context, tx store.Tx) error { return tx.PutProcess(c, again) })
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("putting an existing row with first events: %v, want nil or ErrConflict", err)
+	}
+	if got, err := s.Events(c, "p1", 0, 0); err != nil || len(got) != len(evs) {
+		t.Fatalf("after putting the row again: %d events, %v", len(got), err)
+	}
 }
 
 func testKeys(t *testing.T, s store.Store) {
