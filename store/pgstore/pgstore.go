@@ -777,22 +777,55 @@ func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process
 	return out, nil
 }
 
-// qEvents reads the event records of a process with events after a
-// sequence number, in order: the first may be in the process row. Both
-// parts come in seq order from their primary keys, for the server to merge.
-const qEvents = `SELECT data FROM (
-	SELECT first_events AS data, 1::bigint AS seq FROM processes WHERE id = $1 AND first_events IS NOT NULL
-	UNION ALL SELECT data, seq FROM events WHERE process_id = $1 AND last_seq > $2) AS e
-	ORDER BY seq`
-
-// Events returns events of a process after a sequence number.
+// Events returns events of a process after a sequence number. The record
+// its row may hold (the first) and the rows of events come from two
+// queries sent together, each read in key order, so that a page of a long
+// log is neither sorted nor read whole.
 func (s *Store) Events(ctx context.Context, process string, after int64, limit int) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, qEvents, process, after)
+	var most any // no LIMIT
+	if limit > 0 {
+		// Every record holds at least one event after after.
+		most = int64(limit)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT first_events FROM processes WHERE id = $1 AND first_events IS NOT NULL`, process)
+	b.Queue(`SELECT data FROM events WHERE process_id = $1 AND last_seq > $2 ORDER BY seq LIMIT $3`, process, after, most)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var first []byte
+	if err := br.QueryRow().Scan(&first); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, classify(err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, classify(err)
 	}
 	defer rows.Close()
-	return sqlstore.ScanEvents(rows, process, after, limit, classify)
+	return sqlstore.ScanEvents(&firstThen{first: first, Rows: rows}, process, after, limit, classify)
+}
+
+// firstThen reads a record held apart, if there is one, before rows.
+type firstThen struct {
+	first []byte
+	onIt  bool // the current row is first
+	pgx.Rows
+}
+
+func (r *firstThen) Next() bool {
+	if r.first != nil && !r.onIt {
+		r.onIt = true
+		return true
+	}
+	r.first, r.onIt = nil, false
+	return r.Rows.Next()
+}
+
+func (r *firstThen) Scan(dest ...any) error {
+	if r.onIt {
+		*dest[0].(*[]byte) = r.first
+		return nil
+	}
+	return r.Rows.Scan(dest...)
 }
 
 // FindByContext finds executing processes by context.
