@@ -154,6 +154,16 @@ func historyOf(p *kernel.Process) *TokenHistory {
 	return h
 }
 
+// eventTypeCodes are the numbers of the kernel's event types in the
+// compact record, by kernel.EventType.Index.
+var eventTypeCodes = func() []byte {
+	codes := make([]byte, len(kernel.EventTypes))
+	for i, t := range kernel.EventTypes {
+		codes[i] = store.TypeCode(t.String())
+	}
+	return codes
+}()
+
 // eventRecord encodes the events q fired in this command as the one
 // record the store keeps of them.
 func eventRecord(q *kernel.Process) store.EventRecord {
@@ -168,7 +178,11 @@ func eventRecord(q *kernel.Process) store.EventRecord {
 		if a := ev.ArcToken(); a != nil {
 			arc = a.ID
 		}
-		enc.Add(ev.Seq, ev.Type.String(), node, arc, ev.ArcNames(), ev.At().UnixNano())
+		var code byte
+		if i := ev.Type.Index(); i >= 0 {
+			code = eventTypeCodes[i]
+		}
+		enc.AddCoded(ev.Seq, ev.Type.String(), code, node, arc, ev.ArcNames(), ev.At().UnixNano())
 	}
 	return enc.Record()
 }

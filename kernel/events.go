@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math/bits"
 	"strings"
 	"time"
 )
@@ -41,26 +42,38 @@ var EventTypes = []EventType{
 	ArcTokenCompleted, ArcTokenBacktracked, ArcTokenMerged, NodeTokenDelayed, ArcTokenIncompleteJoin,
 }
 
-var eventNames = map[EventType]string{
-	ProcessCreated: "PROCESS_CREATED", ProcessStarted: "PROCESS_STARTED",
-	ProcessPendingComplete: "PROCESS_PENDING_COMPLETE", ProcessCompleted: "PROCESS_COMPLETED",
-	ProcessPendingCancel: "PROCESS_PENDING_CANCEL", ProcessCanceled: "PROCESS_CANCELED",
-	NodeTokenCreated: "NODE_TOKEN_CREATED", NodeTokenAccepted: "NODE_TOKEN_ACCEPTED",
-	NodeTokenExecuted: "NODE_TOKEN_EXECUTED", NodeTokenDiscarded: "NODE_TOKEN_DISCARDED",
-	NodeTokenSkipped: "NODE_TOKEN_SKIPPED", NodeTokenCompleted: "NODE_TOKEN_COMPLETED",
-	NodeTokenBacktracked: "NODE_TOKEN_BACKTRACKED", ArcTokenCreated: "ARC_TOKEN_CREATED",
-	ArcTokenProcessed: "ARC_TOKEN_PROCESSED", ArcTokenCompleted: "ARC_TOKEN_COMPLETED",
-	ArcTokenBacktracked: "ARC_TOKEN_BACKTRACKED", ArcTokenMerged: "ARC_TOKEN_MERGED",
-	NodeTokenDelayed: "NODE_TOKEN_DELAYED", ArcTokenIncompleteJoin: "ARC_TOKEN_INCOMPLETE_JOIN",
+// eventNames are the names of the event types, in bit order.
+var eventNames = [...]string{
+	"PROCESS_CREATED", "PROCESS_STARTED", "PROCESS_PENDING_COMPLETE", "PROCESS_COMPLETED",
+	"PROCESS_PENDING_CANCEL", "PROCESS_CANCELED", "NODE_TOKEN_CREATED", "NODE_TOKEN_ACCEPTED",
+	"NODE_TOKEN_EXECUTED", "NODE_TOKEN_DISCARDED", "NODE_TOKEN_SKIPPED", "NODE_TOKEN_COMPLETED",
+	"NODE_TOKEN_BACKTRACKED", "ARC_TOKEN_CREATED", "ARC_TOKEN_PROCESSED", "ARC_TOKEN_COMPLETED",
+	"ARC_TOKEN_BACKTRACKED", "ARC_TOKEN_MERGED", "NODE_TOKEN_DELAYED", "ARC_TOKEN_INCOMPLETE_JOIN",
 }
 
-func (t EventType) String() string { return eventNames[t] }
+// Index is the type's position in EventTypes (its bit number), -1 if t is
+// not one event type.
+func (t EventType) Index() int {
+	if i := bits.TrailingZeros32(uint32(t)); t == 1<<i && i < len(eventNames) {
+		return i
+	}
+	return -1
+}
+
+// String is the type's name (PROCESS_CREATED …), "" if t is not one event
+// type.
+func (t EventType) String() string {
+	if i := t.Index(); i >= 0 {
+		return eventNames[i]
+	}
+	return ""
+}
 
 // ParseEventType maps an event name (PROCESS_CREATED …) onto its type.
 func ParseEventType(name string) (EventType, bool) {
-	for t, n := range eventNames {
+	for i, n := range eventNames {
 		if n == name {
-			return t, true
+			return EventTypes[i], true
 		}
 	}
 	return 0, false

@@ -62,6 +62,21 @@ func (e *EventEncoder) Begin(buf []byte, process string, count int) {
 // for none), arc names (nil for none) and time in Unix nanoseconds. It
 // panics if Begin announced fewer events.
 func (e *EventEncoder) Add(seq int64, typ string, nodeToken, arcToken int, arcNames []string, at int64) {
+	e.AddCoded(seq, typ, TypeCode(typ), nodeToken, arcToken, arcNames, at)
+}
+
+// TypeCode is the number the compact record writes for the event type
+// named typ, 0 if it writes the name. Callers that add many events of a few
+// types look it up once per type and call AddCoded.
+func TypeCode(typ string) byte {
+	if code, ok := eventTypeCodes[typ]; ok && code <= headType {
+		return byte(code)
+	}
+	return 0
+}
+
+// AddCoded is Add for an event whose type's TypeCode the caller has.
+func (e *EventEncoder) AddCoded(seq int64, typ string, code byte, nodeToken, arcToken int, arcNames []string, at int64) {
 	if e.left == 0 {
 		panic("store: EventEncoder.Add beyond the announced count")
 	}
@@ -86,8 +101,8 @@ func (e *EventEncoder) Add(seq int64, typ string, nodeToken, arcToken int, arcNa
 		b = binary.AppendVarint(b, d)
 	}
 	e.seq, e.at = seq, at
-	if code, ok := eventTypeCodes[typ]; ok && code <= headType {
-		head |= byte(code)
+	if code != 0 {
+		head |= code
 	} else {
 		b = appendString(b, typ)
 	}
