@@ -75,7 +75,8 @@ func TypeCode(typ string) byte {
 	return 0
 }
 
-// AddCoded is Add for an event whose type's TypeCode the caller has.
+// AddCoded is Add for an event whose type's TypeCode the caller has: code
+// must be TypeCode(typ).
 func (e *EventEncoder) AddCoded(seq int64, typ string, code byte, nodeToken, arcToken int, arcNames []string, at int64) {
 	if e.left == 0 {
 		panic("store: EventEncoder.Add beyond the announced count")
@@ -101,7 +102,7 @@ func (e *EventEncoder) AddCoded(seq int64, typ string, code byte, nodeToken, arc
 		b = binary.AppendVarint(b, d)
 	}
 	e.seq, e.at = seq, at
-	if code != 0 {
+	if code != 0 && code <= headType {
 		head |= code
 	} else {
 		b = appendString(b, typ)

@@ -780,7 +780,9 @@ func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process
 // Events returns events of a process after a sequence number. The record
 // its row may hold (the first) and the rows of events come from two
 // queries sent together, each read in key order, so that a page of a long
-// log is neither sorted nor read whole.
+// log is neither sorted nor read whole. Each has its own snapshot, which is
+// safe: a row gets its record when it is created, never later, and events
+// rows are only appended.
 func (s *Store) Events(ctx context.Context, process string, after int64, limit int) ([]store.Event, error) {
 	var most any // no LIMIT
 	if limit > 0 {
