@@ -23,6 +23,7 @@ import (
 const DefaultAddr = "127.0.0.1:8080"
 
 func main() {
+	keepGCFloor()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
