@@ -1,0 +1,179 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/internal/pgtest"
+	"github.com/veena-wf/veena/store/pgstore"
+)
+
+// The benchmarks here run veena bench's workloads from 16 goroutines on an
+// engine over PostgreSQL, and report, beside the rate, the CPU time a
+// command costs in this process and in the server's processes (when the
+// server runs on this machine: read from /proc), which vary much less
+// from run to run than the rate on a machine shared with the server.
+//
+//	go test ./store/pgstore -run '^$' -bench . -benchtime 20000x
+
+func BenchmarkEngineWait(b *testing.B)         { benchEngine(b, "wait", 0) }
+func BenchmarkEngineWaitGroup(b *testing.B)    { benchEngine(b, "wait", 64) }
+func BenchmarkEngineSplit10(b *testing.B)      { benchEngine(b, "split10", 0) }
+func BenchmarkEngineSplit10Group(b *testing.B) { benchEngine(b, "split10", 64) }
+func BenchmarkEngineAuto10(b *testing.B)       { benchEngine(b, "auto10", 0) }
+func BenchmarkEngineAuto10Group(b *testing.B)  { benchEngine(b, "auto10", 64) }
+
+const benchClients = 16
+
+// benchEngine runs a workload (start, then complete its waiting tokens);
+// b.N counts commands.
+func benchEngine(b *testing.B, workload string, group int) {
+	ctx := context.Background()
+	name, xml, waits, _ := bench.Workload(workload)
+	st, err := pgstore.Open(ctx, pgtest.URL(), pgstore.Options{Schema: pgtest.Schema(b), MaxConns: benchClients + 4, GroupCommit: group})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := veena.Open(ctx, veena.Options{Store: st, CacheSize: 1 << 16})
+	if err != nil {
+		st.Close()
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, _, err := e.LoadDefinition(ctx, name+".wf.xml", []byte(xml), "sarasvati"); err != nil {
+		b.Fatal(err)
+	}
+	// Every client runs a process once first, so that the pool has its
+	// connections before the count starts.
+	var left atomic.Int64
+	run := func() {
+		var wg sync.WaitGroup
+		for range benchClients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-int64(1+waits)) >= -int64(waits) {
+					p, err := e.StartProcess(ctx, veena.StartRequest{Definition: name, Env: map[string]any{"client": "bench"}})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for i := 1; i <= waits; i++ {
+						if p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i+1), veena.CompleteRequest{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+					if p.State != "completed" {
+						b.Errorf("process %s is %s", p.ID, p.State)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	left.Store(int64(benchClients * (1 + waits)))
+	run()
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	cpu0, server0 := cpuTime(), serverCPUTime()
+	_, commits0 := st.Stats()
+	run()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
+	if server0 > 0 {
+		b.ReportMetric(float64(serverCPUTime()-server0)/1e3/float64(b.N), "server-cpu-µs/command")
+	}
+	_, commits := st.Stats()
+	b.ReportMetric(float64(b.N)/float64(commits-commits0), "commands/commit")
+}
+
+// BenchmarkRawInsert is the bench's raw rate: one-row committed inserts
+// from 16 goroutines, each on a connection of its own.
+func BenchmarkRawInsert(b *testing.B) {
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, pgtest.URL(), pgstore.Options{Schema: pgtest.Schema(b), MaxConns: benchClients + 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	pool := st.Pool()
+	if _, err := pool.Exec(ctx, `CREATE TABLE raw (id BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	var left atomic.Int64
+	run := func() {
+		var wg sync.WaitGroup
+		for range benchClients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-1) >= 0 {
+					if _, err := pool.Exec(ctx, `INSERT INTO raw (at) VALUES ($1)`, int64(1)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	left.Store(benchClients * 4)
+	run()
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	cpu0, server0 := cpuTime(), serverCPUTime()
+	run()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
+	if server0 > 0 {
+		b.ReportMetric(float64(serverCPUTime()-server0)/1e3/float64(b.N), "server-cpu-µs/command")
+	}
+}
+
+// cpuTime is the user and system CPU time of this process, in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// serverCPUTime is the CPU time, in nanoseconds, of the processes named
+// postgres on this machine (0 if there are none or /proc cannot tell):
+// the backends of the pool's connections, which stay open, and the
+// server's own, such as the WAL writer.
+func serverCPUTime() int64 {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var ticks int64
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid … utime stime: fields 14 and 15.
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+			continue
+		}
+		f := bytes.Fields(b[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(string(f[11]), 10, 64)
+		s, _ := strconv.ParseInt(string(f[12]), 10, 64)
+		ticks += u + s
+	}
+	return ticks * 1e9 / 100 // USER_HZ
+}
