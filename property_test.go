@@ -22,7 +22,9 @@ import (
 // TestSameHistoryOnEveryStore runs random command sequences on an engine
 // per backend in lockstep: every command must answer the same on all of
 // them, and afterwards every process must have the same token history and
-// events. Process ids come from a counter, so they agree too.
+// events. Process ids come from a counter, so they agree too; the check's
+// number leads them, five digits wide, so that a check's processes are
+// the ones listed after its prefix.
 func TestSameHistoryOnEveryStore(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -30,7 +32,7 @@ func TestSameHistoryOnEveryStore(t *testing.T) {
 	mk := func(st store.Store) *veena.Engine {
 		k := kernel.New()
 		n := 0
-		k.NewID = func() string { n++; return fmt.Sprintf("c%03d-p%d", check, n) }
+		k.NewID = func() string { n++; return fmt.Sprintf("c%05d-p%d", check, n) }
 		e := open(t, st, veena.Options{Kernel: k, Clock: clk.Now})
 		load(t, e, "wait", "split", "tokenset", "child", "parent", "delay")
 		return e
@@ -57,7 +59,7 @@ func TestSameHistoryOnEveryStore(t *testing.T) {
 		// Each engine numbers processes from 1 again for this check.
 		for _, e := range engines {
 			n := 0
-			e.Kernel().NewID = func() string { n++; return fmt.Sprintf("c%03d-p%d", check, n) }
+			e.Kernel().NewID = func() string { n++; return fmt.Sprintf("c%05d-p%d", check, n) }
 		}
 		ref := engines[0]
 		var procs []string
@@ -111,7 +113,7 @@ func TestSameHistoryOnEveryStore(t *testing.T) {
 				apply("start "+def, func(e *veena.Engine) (any, error) {
 					return e.StartProcess(ctx, veena.StartRequest{Definition: def, Env: env})
 				})
-				page, err := ref.Processes(ctx, veena.ProcessFilter{Limit: 1000, After: fmt.Sprintf("c%03d-", check)})
+				page, err := ref.Processes(ctx, veena.ProcessFilter{Limit: 1000, After: fmt.Sprintf("c%05d-", check)})
 				if err != nil {
 					rt.Fatal(err)
 				}
