@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,22 @@ type workerSpec struct {
 	GroupCommit bool          `json:"groupCommit"`
 	Duration    time.Duration `json:"duration"`
 	Warmup      time.Duration `json:"warmup"`
+	// Procs, if above 0, is the worker's GOMAXPROCS: its share of the
+	// machine's cores (see workerProcs).
+	Procs int `json:"procs,omitempty"`
+}
+
+// workerProcs is the GOMAXPROCS of each of engines worker processes on
+// this machine: its share of the cores, at least one, as if each engine
+// ran on a machine of its own that size. Each Go runtime otherwise
+// schedules on every core, and several of them, wanting the same cores,
+// wake and switch threads far more than the work needs. An explicit
+// GOMAXPROCS in the environment is left to apply.
+func workerProcs(engines int) int {
+	if os.Getenv("GOMAXPROCS") != "" || engines <= 1 {
+		return 0
+	}
+	return max(1, runtime.GOMAXPROCS(0)/engines)
 }
 
 // workerMsg is one line a worker writes on its standard output.
@@ -119,6 +136,9 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 	w, ok := workloads[spec.Workload]
 	if !ok {
 		return fmt.Errorf("unknown workload %q", spec.Workload)
+	}
+	if spec.Procs > 0 {
+		runtime.GOMAXPROCS(spec.Procs)
 	}
 
 	// Watch standard input: "go" starts the measurement, EOF (the parent
@@ -267,7 +287,11 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 
 	// Start the workers and wait until they are all ready.
 	t0 := time.Now()
-	fmt.Fprintf(progress, "   starting %s …\n", engineProcesses(s.engines))
+	each := ""
+	if n := workerProcs(s.engines); n > 0 {
+		each = fmt.Sprintf(" (GOMAXPROCS %d each)", n)
+	}
+	fmt.Fprintf(progress, "   starting %s%s …\n", engineProcesses(s.engines), each)
 	events := make(chan event, 64)
 	quit := make(chan struct{})
 	var procs []*workerProc
@@ -281,7 +305,8 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 			clients++
 		}
 		spec := workerSpec{PostgresURL: cfg.PostgresURL, Schema: schema, Workload: workload, Clients: clients,
-			MaxConns: int32(clients + 4), GroupCommit: s.group, Duration: cfg.Duration, Warmup: 300 * time.Millisecond}
+			MaxConns: int32(clients + 4), GroupCommit: s.group, Duration: cfg.Duration, Warmup: 300 * time.Millisecond,
+			Procs: workerProcs(s.engines)}
 		p, err := startWorker(cfg.Worker, i, spec, events, quit)
 		if err != nil {
 			return res, fmt.Errorf("start worker %d: %w", i+1, err)
