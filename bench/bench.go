@@ -552,6 +552,19 @@ var workloads = map[string]workload{
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
 }
 
+// RunProcess drives one process of a workload on e, as the bench's
+// clients do, for benchmarks elsewhere: it starts the process and
+// completes its waiting tokens, and returns how many commands it sent. The
+// workload's definition must be loaded.
+func RunProcess(ctx context.Context, e *veena.Engine, workload string) (int, error) {
+	w, ok := workloads[workload]
+	if !ok {
+		return 0, fmt.Errorf("bench: unknown workload %q", workload)
+	}
+	var lat []time.Duration
+	return w.run(ctx, e, &lat)
+}
+
 // run drives one process: start, then complete its waiting tokens (node
 // tokens 2..waits+1 in the API's numbering, which the start leaves waiting).
 func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration) (int, error) {

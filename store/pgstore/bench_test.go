@@ -52,49 +52,11 @@ func benchEngine(b *testing.B, workload string, group int) {
 	if _, _, err := e.LoadDefinition(ctx, name+".wf.xml", []byte(xml), "sarasvati"); err != nil {
 		b.Fatal(err)
 	}
-	// Every client runs a process once first, so that the pool has its
-	// connections before the count starts.
-	var left atomic.Int64
-	run := func() {
-		var wg sync.WaitGroup
-		for range benchClients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for left.Add(-int64(1+waits)) >= -int64(waits) {
-					p, err := e.StartProcess(ctx, veena.StartRequest{Definition: name, Env: map[string]any{"client": "bench"}})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					for i := 1; i <= waits; i++ {
-						if p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i+1), veena.CompleteRequest{}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-					if p.State != "completed" {
-						b.Errorf("process %s is %s", p.ID, p.State)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	left.Store(int64(benchClients * (1 + waits)))
-	run()
-	left.Store(int64(b.N))
-	b.ResetTimer()
-	cpu0, server0 := cpuTime(), serverCPUTime()
-	_, commits0 := st.Stats()
-	run()
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
-	if server0 > 0 {
-		b.ReportMetric(float64(serverCPUTime()-server0)/1e3/float64(b.N), "server-cpu-µs/command")
-	}
+	var commits0 int64
+	measure(b, 1+waits, func() { _, commits0 = st.Stats() }, func() error {
+		_, err := bench.RunProcess(ctx, e, workload)
+		return err
+	})
 	_, commits := st.Stats()
 	b.ReportMetric(float64(b.N)/float64(commits-commits0), "commands/commit")
 }
@@ -112,6 +74,18 @@ func BenchmarkRawInsert(b *testing.B) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE raw (id BIGSERIAL PRIMARY KEY, at BIGINT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
+	measure(b, 1, nil, func() error {
+		_, err := pool.Exec(ctx, `INSERT INTO raw (at) VALUES ($1)`, int64(1))
+		return err
+	})
+}
+
+// measure runs op from benchClients goroutines until it has done b.N
+// commands, each op doing per of them, and reports the rate and the CPU
+// time of a command. Every goroutine runs op once first, unmeasured, so
+// that the pool has its connections when the count starts; start, if
+// set, is called when it starts.
+func measure(b *testing.B, per int, start func(), op func() error) {
 	var left atomic.Int64
 	run := func() {
 		var wg sync.WaitGroup
@@ -119,8 +93,8 @@ func BenchmarkRawInsert(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for left.Add(-1) >= 0 {
-					if _, err := pool.Exec(ctx, `INSERT INTO raw (at) VALUES ($1)`, int64(1)); err != nil {
+				for left.Add(-int64(per)) >= -int64(per-1) {
+					if err := op(); err != nil {
 						b.Error(err)
 						return
 					}
@@ -129,14 +103,17 @@ func BenchmarkRawInsert(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	left.Store(benchClients * 4)
+	left.Store(int64(benchClients * per))
 	run()
 	left.Store(int64(b.N))
+	if start != nil {
+		start()
+	}
 	b.ResetTimer()
 	cpu0, server0 := cpuTime(), serverCPUTime()
 	run()
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
 	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
 	if server0 > 0 {
 		b.ReportMetric(float64(serverCPUTime()-server0)/1e3/float64(b.N), "server-cpu-µs/command")

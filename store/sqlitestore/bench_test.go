@@ -20,13 +20,8 @@ import (
 	"github.com/veena-wf/veena/store/sqlitestore/internal/walbuf"
 )
 
-// perfWaitXML and perfSplit10XML are the definitions of veena bench's
-// wait and split10 workloads.
-var (
-	_, perfWaitXML, _, _    = bench.Workload("wait")
-	_, perfSplit10XML, _, _ = bench.Workload("split10")
-	_, perfAuto10XML, _, _  = bench.Workload("auto10")
-)
+// perfWaitXML is the definition of veena bench's wait workload.
+var _, perfWaitXML, _, _ = bench.Workload("wait")
 
 // benchEngineWait runs the bench-wait workload (start, then complete the
 // waiting token) from 16 goroutines on an engine over a SQLite store; b.N
@@ -34,13 +29,14 @@ var (
 //
 //	go test ./store/sqlitestore -run '^$' -bench EngineWait -cpuprofile /tmp/cpu.out
 func benchEngineWait(b *testing.B, syncMode string, maxBatch int) {
-	benchEngine(b, syncMode, maxBatch, "bench-wait", perfWaitXML, 1)
+	benchEngine(b, syncMode, maxBatch, "wait")
 }
 
-// benchEngine runs a workload (start, then complete the waits waiting
-// tokens) from 16 goroutines; b.N counts commands.
-func benchEngine(b *testing.B, syncMode string, maxBatch int, name, xml string, waits int) {
+// benchEngine runs one of veena bench's workloads (start, then complete
+// the waiting tokens) from 16 goroutines; b.N counts commands.
+func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 	ctx := context.Background()
+	name, xml, waits, _ := bench.Workload(workload)
 	st, err := sqlitestore.Open(filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Synchronous: syncMode, MaxBatch: maxBatch})
 	if err != nil {
 		b.Fatal(err)
@@ -66,20 +62,8 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, name, xml string, 
 		go func() {
 			defer wg.Done()
 			for left.Add(-int64(1+waits)) >= -int64(waits) {
-				p, err := e.StartProcess(ctx, veena.StartRequest{Definition: name, Env: map[string]any{"client": "bench"}})
-				if err != nil {
+				if _, err := bench.RunProcess(ctx, e, workload); err != nil {
 					b.Error(err)
-					return
-				}
-				for i := 1; i <= waits; i++ {
-					p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i+1), veena.CompleteRequest{})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-				}
-				if p.State != "completed" {
-					b.Errorf("process %s is %s", p.ID, p.State)
 					return
 				}
 			}
@@ -95,16 +79,16 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, name, xml string, 
 }
 
 func BenchmarkEngineSplit10Normal(b *testing.B) {
-	benchEngine(b, "NORMAL", 1, "bench-split10", perfSplit10XML, 10)
+	benchEngine(b, "NORMAL", 1, "split10")
 }
 func BenchmarkEngineSplit10NormalGroup(b *testing.B) {
-	benchEngine(b, "NORMAL", 256, "bench-split10", perfSplit10XML, 10)
+	benchEngine(b, "NORMAL", 256, "split10")
 }
 func BenchmarkEngineAuto10Normal(b *testing.B) {
-	benchEngine(b, "NORMAL", 1, "bench-auto10", perfAuto10XML, 0)
+	benchEngine(b, "NORMAL", 1, "auto10")
 }
 func BenchmarkEngineAuto10NormalGroup(b *testing.B) {
-	benchEngine(b, "NORMAL", 256, "bench-auto10", perfAuto10XML, 0)
+	benchEngine(b, "NORMAL", 256, "auto10")
 }
 func BenchmarkEngineWaitNormal(b *testing.B)      { benchEngineWait(b, "NORMAL", 1) }
 func BenchmarkEngineWaitNormalGroup(b *testing.B) { benchEngineWait(b, "NORMAL", 256) }
