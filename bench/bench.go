@@ -382,7 +382,7 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 	defer db.close()
 	w := workloads[workload]
 	for _, e := range db.engines {
-		if _, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati"); err != nil {
+		if err := w.load(ctx, e); err != nil {
 			return Result{}, err
 		}
 	}
@@ -552,6 +552,21 @@ var workloads = map[string]workload{
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
 }
 
+// LoadWorkload loads a workload's definition into e.
+func LoadWorkload(ctx context.Context, e *veena.Engine, workload string) error {
+	w, ok := workloads[workload]
+	if !ok {
+		return fmt.Errorf("bench: unknown workload %q", workload)
+	}
+	return w.load(ctx, e)
+}
+
+// load loads the workload's definition into e.
+func (w workload) load(ctx context.Context, e *veena.Engine) error {
+	_, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati")
+	return err
+}
+
 // RunProcess drives one process of a workload on e, as the bench's
 // clients do, for benchmarks elsewhere: it starts the process and
 // completes its waiting tokens, and returns how many commands it sent. The
@@ -703,7 +718,7 @@ func rawLoop(ctx context.Context, clients int, d time.Duration, insert func(ctx 
 // (loading bench-wait, which the run's workload may not be).
 func startParkedProcess(ctx context.Context, e *veena.Engine) (*veena.Process, error) {
 	w := workloads["wait"]
-	if _, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati"); err != nil {
+	if err := w.load(ctx, e); err != nil {
 		return nil, err
 	}
 	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: w.name})

@@ -180,7 +180,7 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 		return err
 	}
 	defer e.Close()
-	if _, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati"); err != nil {
+	if err := w.load(ctx, e); err != nil {
 		return err
 	}
 	engines := []*veena.Engine{e}
@@ -456,7 +456,7 @@ func prepareSchema(ctx context.Context, cfg Config, schema string, w workload, p
 		return err
 	}
 	defer e.Close()
-	if _, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati"); err != nil {
+	if err := w.load(ctx, e); err != nil {
 		return err
 	}
 	if cfg.Parked > 0 {

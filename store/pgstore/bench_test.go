@@ -38,7 +38,7 @@ const benchClients = 16
 // b.N counts commands.
 func benchEngine(b *testing.B, workload string, group int) {
 	ctx := context.Background()
-	name, xml, waits, _ := bench.Workload(workload)
+	_, _, waits, _ := bench.Workload(workload)
 	st, err := pgstore.Open(ctx, pgtest.URL(), pgstore.Options{Schema: pgtest.Schema(b), MaxConns: benchClients + 4, GroupCommit: group})
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +49,7 @@ func benchEngine(b *testing.B, workload string, group int) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	if _, _, err := e.LoadDefinition(ctx, name+".wf.xml", []byte(xml), "sarasvati"); err != nil {
+	if err := bench.LoadWorkload(ctx, e, workload); err != nil {
 		b.Fatal(err)
 	}
 	var commits0 int64

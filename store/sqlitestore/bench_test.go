@@ -36,7 +36,7 @@ func benchEngineWait(b *testing.B, syncMode string, maxBatch int) {
 // the waiting tokens) from 16 goroutines; b.N counts commands.
 func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 	ctx := context.Background()
-	name, xml, waits, _ := bench.Workload(workload)
+	_, _, waits, _ := bench.Workload(workload)
 	st, err := sqlitestore.Open(filepath.Join(b.TempDir(), "bench.db"), sqlitestore.Options{Synchronous: syncMode, MaxBatch: maxBatch})
 	if err != nil {
 		b.Fatal(err)
@@ -47,7 +47,7 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	if _, _, err := e.LoadDefinition(ctx, name+".wf.xml", []byte(xml), "sarasvati"); err != nil {
+	if err := bench.LoadWorkload(ctx, e, workload); err != nil {
 		b.Fatal(err)
 	}
 	const clients = 16
