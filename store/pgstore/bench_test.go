@@ -1,18 +1,14 @@
 package pgstore_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/internal/cpustat"
 	"github.com/veena-wf/veena/internal/pgtest"
 	"github.com/veena-wf/veena/store/pgstore"
 )
@@ -110,47 +106,12 @@ func measure(b *testing.B, per int, start func(), op func() error) {
 		start()
 	}
 	b.ResetTimer()
-	cpu0, server0 := cpuTime(), serverCPUTime()
+	cpu0, server0 := cpustat.Self(), cpustat.Named("postgres")
 	run()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
+	b.ReportMetric(float64(cpustat.Self()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
 	if server0 > 0 {
-		b.ReportMetric(float64(serverCPUTime()-server0)/1e3/float64(b.N), "server-cpu-µs/command")
+		b.ReportMetric(float64(cpustat.Named("postgres")-server0)/1e3/float64(b.N), "server-cpu-µs/command")
 	}
-}
-
-// cpuTime is the user and system CPU time of this process, in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-// serverCPUTime is the CPU time, in nanoseconds, of the processes named
-// postgres on this machine (0 if there are none or /proc cannot tell):
-// the backends of the pool's connections, which stay open, and the
-// server's own, such as the WAL writer.
-func serverCPUTime() int64 {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	var ticks int64
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid … utime stime: fields 14 and 15.
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
-			continue
-		}
-		f := bytes.Fields(b[end+1:])
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseInt(string(f[11]), 10, 64)
-		s, _ := strconv.ParseInt(string(f[12]), 10, 64)
-		ticks += u + s
-	}
-	return ticks * 1e9 / 100 // USER_HZ
 }

@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/bench"
+	"github.com/veena-wf/veena/internal/cpustat"
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/sqlitestore"
 	"github.com/veena-wf/veena/store/sqlitestore/internal/walbuf"
@@ -54,7 +54,7 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	b.ResetTimer()
-	cpu0, frames0 := cpuTime(), st.Frames()
+	cpu0, frames0 := cpustat.Self(), st.Frames()
 	_, commits0 := st.Stats()
 	var wg sync.WaitGroup
 	for range clients {
@@ -72,7 +72,7 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
+	b.ReportMetric(float64(cpustat.Self()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
 	_, commits := st.Stats()
 	b.ReportMetric(float64(st.Frames()-frames0)/float64(b.N), "frames/command")
 	b.ReportMetric(float64(b.N)/float64(commits-commits0), "commands/commit")
@@ -181,7 +181,7 @@ func benchStoreWait(b *testing.B, syncMode string, maxBatch int) {
 	left.Store(int64(b.N))
 	base := time.Now().UnixNano()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cpustat.Self()
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Add(1)
@@ -229,17 +229,10 @@ func benchStoreWait(b *testing.B, syncMode string, maxBatch int) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
+	b.ReportMetric(float64(cpustat.Self()-cpu0)/1e3/float64(b.N), "cpu-µs/command")
 }
 
 func BenchmarkStoreWaitNormal(b *testing.B)      { benchStoreWait(b, "NORMAL", 1) }
 func BenchmarkStoreWaitNormalGroup(b *testing.B) { benchStoreWait(b, "NORMAL", 256) }
 func BenchmarkStoreWaitFull(b *testing.B)        { benchStoreWait(b, "FULL", 1) }
 func BenchmarkStoreWaitFullGroup(b *testing.B)   { benchStoreWait(b, "FULL", 256) }
-
-// cpuTime is the CPU time the process used so far, in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
