@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veena-wf/veena/internal/pgtest"
 	"github.com/veena-wf/veena/internal/testutil"
 )
 
@@ -573,4 +574,74 @@ func TestOffline(t *testing.T) {
 	if !strings.Contains(out, "[1 A I F]") || !strings.Contains(out, "PROCESS_STARTED") {
 		t.Fatalf("run:\n%s", out)
 	}
+}
+
+// TestMigrateStep: veena migrate brings a database's schema up to date as a
+// step of its own, --check reports without changing anything, and serve
+// --no-migrate refuses a schema that is behind and starts on a current one,
+// on an SQLite file and on PostgreSQL.
+func TestMigrateStep(t *testing.T) {
+	dir := t.TempDir()
+	c := &cli{t: t, dir: dir, env: cleanEnv()}
+	if e := c.fails("migrate", "--check"); !strings.Contains(e, "there is no database at "+filepath.Join(dir, "veena.db")) {
+		t.Fatalf("check of a missing file: %s", e)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "veena.db")); !os.IsNotExist(err) {
+		t.Fatalf("migrate --check created the file: %v", err)
+	}
+	if e := c.fails("migrate", "--db", "memory"); !strings.Contains(e, "no schema to migrate") {
+		t.Fatalf("migrate memory: %s", e)
+	}
+
+	for _, tc := range []struct{ name, db string }{
+		{"sqlite", filepath.Join(dir, "step.db")},
+		{"postgres", postgresURL(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cli{t: t, dir: dir, env: cleanEnv("VEENA_DB=" + tc.db)}
+			// A server that starts anyway is stopped after a while; the
+			// check below then fails.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, veenaBinary(t), "serve", "--addr", "127.0.0.1:0", "--no-migrate")
+			cmd.Dir, cmd.Env = dir, c.env
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "is behind this Veena") || !strings.Contains(string(out), "Run veena migrate with the same --db first") {
+				t.Fatalf("serve --no-migrate on a new database: %v\n%s", err, out)
+			}
+			out2, errOut, code := c.run("migrate", "--check")
+			if code != 3 || !strings.Contains(errOut, "has schema version 0 and this Veena needs") {
+				t.Fatalf("migrate --check on a new database: exit %d\n%s%s", code, out2, errOut)
+			}
+			if _, _, code := c.run("migrate", "--check"); code != 3 {
+				t.Fatalf("a second check found the schema changed: exit %d", code)
+			}
+			if out := c.ok("migrate"); !strings.Contains(out, "migrated from schema version 0 to ") {
+				t.Fatalf("migrate: %s", out)
+			}
+			if out := c.ok("migrate", "--check"); !strings.Contains(out, "is up to date (schema version ") {
+				t.Fatalf("migrate --check after migrating: %s", out)
+			}
+			if out := c.ok("migrate"); !strings.Contains(out, "is up to date") {
+				t.Fatalf("migrate twice: %s", out)
+			}
+			srv := serve(t, dir, cleanEnv("VEENA_DB="+tc.db, "VEENA_NO_MIGRATE=true"), "--addr", "127.0.0.1:0")
+			c.env = append(c.env, "VEENA_URL="+srv.url)
+			write(t, filepath.Join(dir, "split.wf.xml"), testutil.DefSplit)
+			c.ok("definitions", "load", filepath.Join(dir, "split.wf.xml"))
+			c.ok("processes", "start", "split")
+			srv.stop(t)
+		})
+	}
+}
+
+// postgresURL is the test server with a schema of this test's own as its
+// search path.
+func postgresURL(t *testing.T) string {
+	u := pgtest.URL()
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "search_path=" + pgtest.Schema(t)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -44,4 +45,14 @@ func CheckSchemaVersion(v, known int, apply bool) error {
 		return fmt.Errorf("%w: database schema version %d is behind this Veena (%d) and migrations are turned off", ErrSchema, v, known)
 	}
 	return nil
+}
+
+// SchemaVersioner is a store whose database records the version of its
+// schema (how many migrations it has run), for tools that report it or
+// migrate as a step of their own.
+type SchemaVersioner interface {
+	// SchemaVersion reads the schema version of the database (0 for one
+	// no Veena has migrated yet) and the latest this Veena knows. It
+	// changes nothing.
+	SchemaVersion(ctx context.Context) (current, latest int, err error)
 }

@@ -72,6 +72,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Long: `Veena runs process definitions (Sarasvati graphs and more) durably.
 
   veena serve                          run the engine, the HTTP API and the web console
+  veena migrate                        bring the database's schema up to date (serve does it at start)
   veena definitions load order.wf.xml  load a definition into the running server
   veena processes start order          start a process
   veena events send --match order=o-1  deliver an event to the process whose context matches
@@ -87,6 +88,7 @@ with the access token --token (VEENA_TOKEN).`,
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.AddCommand(
 		newServeCmd(),
+		newMigrateCmd(),
 		newDefinitionsCmd(),
 		newProcessesCmd(),
 		newTokensCmd(),

@@ -21,6 +21,7 @@ import (
 	"github.com/veena-wf/veena/console"
 	"github.com/veena-wf/veena/internal/auth"
 	"github.com/veena-wf/veena/server"
+	"github.com/veena-wf/veena/store"
 )
 
 var _ server.Engine = (*veena.Engine)(nil)
@@ -45,6 +46,9 @@ type serveOptions struct {
 	tune        storeTuning
 	// idempotencyTTL is --idempotency-ttl as given (see parseTTL).
 	idempotencyTTL string
+	// noMigrate refuses to start on a schema that is behind instead of
+	// migrating it (veena migrate does it as a step of its own).
+	noMigrate bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -69,6 +73,13 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 			if !cmd.Flags().Changed("db") {
 				o.db = env("VEENA_DB", DefaultDB)
 			}
+			if v := env("VEENA_NO_MIGRATE", ""); v != "" && !cmd.Flags().Changed("no-migrate") {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("veena serve: VEENA_NO_MIGRATE=%q: want true or false", v)
+				}
+				o.noMigrate = b
+			}
 			return serve(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr(), nil)
 		},
 	}
@@ -86,6 +97,7 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 	f.IntVar(&o.tune.groupCommit, "group-commit", 0, "how many concurrent commands may share one commit (default: 64 on SQLite, 1 (none) on PostgreSQL)")
 	f.StringVar(&o.tune.synchronous, "sync", "", "SQLite's synchronous level: full (default; every commit reaches the disk) or normal (WAL: a power loss may lose the last commits)")
 	f.StringVar(&o.idempotencyTTL, "idempotency-ttl", "7d", "how long a command's result is kept for retries with its idempotency key (a duration such as 72h or 30d, or \"forever\"); a retry after that runs the command again")
+	f.BoolVar(&o.noMigrate, "no-migrate", false, "refuse to start on a database whose schema is behind instead of migrating it (see veena migrate; env VEENA_NO_MIGRATE)")
 	return cmd
 }
 
@@ -203,8 +215,13 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if err != nil {
 		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
 	}
-	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl})
+	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl, NoMigrate: o.noMigrate})
 	if err != nil {
+		if sv, ok := st.(store.SchemaVersioner); ok && o.noMigrate && errors.Is(err, store.ErrSchema) {
+			if cur, latest, verr := sv.SchemaVersion(ctx); verr == nil && cur < latest {
+				err = fmt.Errorf("%w.\n  Run veena migrate with the same --db first, or start without --no-migrate", err)
+			}
+		}
 		_ = st.Close()
 		return fmt.Errorf("veena serve: %w", err)
 	}

@@ -55,15 +55,35 @@ func TestSchemaVersions(t *testing.T) {
 	if err := s.Ready(ctx); !errors.Is(err, store.ErrSchema) {
 		t.Fatalf("Ready on a newer schema: %v", err)
 	}
+	if cur, latest, err := s.SchemaVersion(ctx); err != nil || cur != 42 || latest >= 42 || latest < 1 {
+		t.Fatalf("SchemaVersion of a newer database = %d, %d, %v", cur, latest, err)
+	}
 	s.Close()
 
+	// A new schema is at version 0; checking it, or refusing to migrate
+	// it, leaves it so.
 	fresh, err := pgstore.Open(ctx, pgtest.URL(), pgstore.Options{Schema: pgtest.Schema(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
+	if cur, latest, err := fresh.SchemaVersion(ctx); err != nil || cur != 0 || latest < 1 {
+		t.Fatalf("SchemaVersion of a new schema = %d, %d, %v", cur, latest, err)
+	}
+	if err := fresh.Ready(ctx); !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "version 0 is behind") {
+		t.Fatalf("Ready on a new schema: %v", err)
+	}
 	if err := fresh.Migrate(ctx, false); !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "behind") {
 		t.Fatalf("refused migration: %v", err)
+	}
+	if cur, _, err := fresh.SchemaVersion(ctx); err != nil || cur != 0 {
+		t.Fatalf("SchemaVersion after a refused migration = %d, %v", cur, err)
+	}
+	if err := fresh.Migrate(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if cur, latest, err := fresh.SchemaVersion(ctx); err != nil || cur != latest {
+		t.Fatalf("SchemaVersion after migrating = %d, %d, %v", cur, latest, err)
 	}
 }
 

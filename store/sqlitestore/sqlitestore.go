@@ -737,16 +737,35 @@ func (s *Store) Migrate(ctx context.Context, apply bool) error {
 
 // Ready checks that the database answers and the schema is current.
 func (s *Store) Ready(ctx context.Context) error {
-	migs, err := store.Migrations(migrationFS, "migrations")
+	v, latest, err := s.SchemaVersion(ctx)
 	if err != nil {
 		return err
 	}
-	var v int
-	if err := s.rdb.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&v); err != nil {
-		return store.Unavailable("sqlitestore: read schema version", err)
-	}
-	return store.CheckSchemaVersion(v, len(migs), false)
+	return store.CheckSchemaVersion(v, latest, false)
 }
+
+// SchemaVersion reads the schema version of the database and the latest
+// this Veena knows.
+func (s *Store) SchemaVersion(ctx context.Context) (current, latest int, err error) {
+	migs, err := store.Migrations(migrationFS, "migrations")
+	if err != nil {
+		return 0, 0, err
+	}
+	var exists bool
+	if err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version')`).Scan(&exists); err != nil {
+		return 0, len(migs), store.Unavailable("sqlitestore: read schema version", err)
+	}
+	if !exists {
+		return 0, len(migs), nil
+	}
+	err = s.rdb.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&current)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, len(migs), store.Unavailable("sqlitestore: read schema version", err)
+	}
+	return current, len(migs), nil
+}
+
+var _ store.SchemaVersioner = (*Store)(nil)
 
 // AddDefinition stores a definition version.
 func (s *Store) AddDefinition(ctx context.Context, d *store.Definition) error {

@@ -67,20 +67,40 @@ func TestSchemaVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Migrate(ctx, true)
-	s.Close()
 	if !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "database schema version 99 is newer than this Veena (") || !strings.Contains(err.Error(), "); upgrade Veena") {
 		t.Fatalf("newer schema: %v", err)
 	}
+	if cur, latest, err := s.SchemaVersion(ctx); err != nil || cur != 99 || latest >= 99 || latest < 1 {
+		t.Fatalf("SchemaVersion of a newer database = %d, %d, %v", cur, latest, err)
+	}
+	s.Close()
 
+	// A new file is at version 0; checking it, or refusing to migrate
+	// it, leaves it so.
 	fresh := filepath.Join(t.TempDir(), "fresh.db")
 	s, err = sqlitestore.Open(fresh, sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
+	if cur, latest, err := s.SchemaVersion(ctx); err != nil || cur != 0 || latest < 1 {
+		t.Fatalf("SchemaVersion of a new file = %d, %d, %v", cur, latest, err)
+	}
+	if err := s.Ready(ctx); !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "version 0 is behind") {
+		t.Fatalf("Ready on a new file: %v", err)
+	}
 	err = s.Migrate(ctx, false)
-	s.Close()
 	if !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "behind") {
 		t.Fatalf("refused migration: %v", err)
+	}
+	if cur, _, err := s.SchemaVersion(ctx); err != nil || cur != 0 {
+		t.Fatalf("SchemaVersion after a refused migration = %d, %v", cur, err)
+	}
+	if err := s.Migrate(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if cur, latest, err := s.SchemaVersion(ctx); err != nil || cur != latest {
+		t.Fatalf("SchemaVersion after migrating = %d, %d, %v", cur, latest, err)
 	}
 }
 

@@ -106,6 +106,12 @@ func testMigrate(t *testing.T, s store.Store) {
 	if err := s.Ready(c); err != nil {
 		t.Fatalf("Ready: %v", err)
 	}
+	if sv, ok := s.(store.SchemaVersioner); ok {
+		cur, latest, err := sv.SchemaVersion(c)
+		if err != nil || cur != latest || latest < 1 {
+			t.Fatalf("SchemaVersion of a migrated database = %d, %d, %v; want the latest version twice", cur, latest, err)
+		}
+	}
 }
 
 func testDefinitions(t *testing.T, s store.Store) {
