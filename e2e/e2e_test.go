@@ -599,15 +599,9 @@ func TestMigrateStep(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cli{t: t, dir: dir, env: cleanEnv("VEENA_DB=" + tc.db)}
-			// A server that starts anyway is stopped after a while; the
-			// check below then fails.
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, veenaBinary(t), "serve", "--addr", "127.0.0.1:0", "--no-migrate")
-			cmd.Dir, cmd.Env = dir, c.env
-			out, err := cmd.CombinedOutput()
-			if err == nil || !strings.Contains(string(out), "is behind this Veena") || !strings.Contains(string(out), "Run veena migrate with the same --db first") {
-				t.Fatalf("serve --no-migrate on a new database: %v\n%s", err, out)
+			out := refused(t, dir, c.env, "--addr", "127.0.0.1:0", "--no-migrate")
+			if !strings.Contains(out, "is behind this Veena") || !strings.Contains(out, "Run veena migrate with the same --db first") {
+				t.Fatalf("serve --no-migrate on a new database:\n%s", out)
 			}
 			out2, errOut, code := c.run("migrate", "--check")
 			if code != 3 || !strings.Contains(errOut, "has schema version 0 and this Veena needs") {
@@ -635,6 +629,22 @@ func TestMigrateStep(t *testing.T) {
 	}
 }
 
+// refused runs `veena serve args…`, which must refuse to start, and
+// returns what it printed. A server that starts anyway is stopped after 20
+// seconds and fails the test.
+func refused(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, veenaBinary(t), append([]string{"serve"}, args...)...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("veena serve %s started (%v):\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
 // postgresURL is the test server with a schema of this test's own as its
 // search path.
 func postgresURL(t *testing.T) string {
@@ -644,4 +654,33 @@ func postgresURL(t *testing.T) string {
 		sep = "&"
 	}
 	return u + sep + "search_path=" + pgtest.Schema(t)
+}
+
+// TestServeUniqueContext: serve --unique-context lets one executing process
+// at a time hold a value of that key; the value is free again once its
+// process ends.
+func TestServeUniqueContext(t *testing.T) {
+	dir := t.TempDir()
+	if out := refused(t, dir, cleanEnv(), "--addr", "127.0.0.1:0", "--db", "memory", "--unique-context", " "); !strings.Contains(out, "--unique-context: want a context key") {
+		t.Fatalf("empty key: %s", out)
+	}
+	srv := serve(t, dir, cleanEnv("VEENA_UNIQUE_CONTEXT=tenant"), "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "u.db"), "--unique-context", "order")
+	if !strings.Contains(srv.out(), "unique context keys: order\n") {
+		t.Fatalf("start-up message:\n%s", srv.out())
+	}
+	c := &cli{t: t, dir: dir, env: cleanEnv("VEENA_URL=" + srv.url)}
+	write(t, filepath.Join(dir, "ab.wf.xml"), testutil.DefAB)
+	c.ok("definitions", "load", filepath.Join(dir, "ab.wf.xml"))
+	var first process
+	c.json(&first, "processes", "start", "ab", "--context", "order=o-1", "-o", "json")
+	if e := c.fails("processes", "start", "ab", "--context", "order=o-1"); !strings.Contains(e, "conflict") {
+		t.Fatalf("a second process holding order o-1: %s", e)
+	}
+	c.ok("processes", "start", "ab", "--context", "order=o-2")
+	// The flag, not the environment, chose the keys: tenant is not unique.
+	c.ok("processes", "start", "ab", "--context", "tenant=t")
+	c.ok("processes", "start", "ab", "--context", "tenant=t")
+	c.ok("processes", "cancel", first.ID)
+	c.ok("processes", "start", "ab", "--context", "order=o-1")
+	srv.stop(t)
 }

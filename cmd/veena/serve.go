@@ -49,6 +49,9 @@ type serveOptions struct {
 	// noMigrate refuses to start on a schema that is behind instead of
 	// migrating it (veena migrate does it as a step of its own).
 	noMigrate bool
+	// uniqueContext are the context keys whose value one executing
+	// process at a time may hold.
+	uniqueContext []string
 }
 
 func newServeCmd() *cobra.Command {
@@ -97,6 +100,7 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 	f.IntVar(&o.tune.groupCommit, "group-commit", 0, "how many concurrent commands may share one commit (default: 64 on SQLite, 1 (none) on PostgreSQL)")
 	f.StringVar(&o.tune.synchronous, "sync", "", "SQLite's synchronous level: full (default; every commit reaches the disk) or normal (WAL: a power loss may lose the last commits)")
 	f.StringVar(&o.idempotencyTTL, "idempotency-ttl", "7d", "how long a command's result is kept for retries with its idempotency key (a duration such as 72h or 30d, or \"forever\"); a retry after that runs the command again")
+	f.StringArrayVar(&o.uniqueContext, "unique-context", nil, "a context key whose value one executing process at a time may hold: starting a second is a conflict (it binds processes started while it is set), repeatable (env VEENA_UNIQUE_CONTEXT, comma-separated)")
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "refuse to start on a database whose schema is behind instead of migrating it (see veena migrate; env VEENA_NO_MIGRATE)")
 	return cmd
 }
@@ -198,6 +202,14 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if len(o.tokens) == 0 {
 		o.tokens = splitList(env("VEENA_TOKENS", ""))
 	}
+	if len(o.uniqueContext) == 0 {
+		o.uniqueContext = splitList(env("VEENA_UNIQUE_CONTEXT", ""))
+	}
+	for i, k := range o.uniqueContext {
+		if o.uniqueContext[i] = strings.TrimSpace(k); o.uniqueContext[i] == "" {
+			return errors.New("veena serve: --unique-context: want a context key, not an empty string")
+		}
+	}
 	tokensFile := o.tokensFile
 	if tokensFile == "" {
 		tokensFile = defaultTokensFile(o.db)
@@ -215,7 +227,7 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if err != nil {
 		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
 	}
-	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl, NoMigrate: o.noMigrate})
+	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl, NoMigrate: o.noMigrate, UniqueContextKeys: o.uniqueContext})
 	if err != nil {
 		if sv, ok := st.(store.SchemaVersioner); ok && o.noMigrate && errors.Is(err, store.ErrSchema) {
 			if cur, latest, verr := sv.SchemaVersion(ctx); verr == nil && cur < latest {
@@ -255,6 +267,9 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	base := "http://" + displayAddr(ln.Addr().String())
 	fmt.Fprintf(stdout, "Veena is serving on %s\n", base)
 	fmt.Fprintf(stdout, "  data:    %s\n", where)
+	if len(o.uniqueContext) > 0 {
+		fmt.Fprintf(stdout, "  unique context keys: %s\n", strings.Join(o.uniqueContext, ", "))
+	}
 	fmt.Fprintf(stdout, "  console: %s/\n", base)
 	fmt.Fprintf(stdout, "  api:     %s/api/v1 (OpenAPI: %s/api/v1/openapi.json)\n", base, base)
 	if authn.Configured() {
