@@ -684,3 +684,48 @@ func TestServeUniqueContext(t *testing.T) {
 	c.ok("processes", "start", "ab", "--context", "order=o-1")
 	srv.stop(t)
 }
+
+// TestBackup: veena backup copies the SQLite database while veena serve
+// uses it, and a server on the copy shows the same processes.
+func TestBackup(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "live.db")
+	srv := serve(t, dir, cleanEnv(), "--addr", "127.0.0.1:0", "--db", db)
+	c := &cli{t: t, dir: dir, env: cleanEnv("VEENA_URL=" + srv.url)}
+	write(t, filepath.Join(dir, "ab.wf.xml"), testutil.DefAB)
+	c.ok("definitions", "load", filepath.Join(dir, "ab.wf.xml"))
+	var started []process
+	for range 5 {
+		var p process
+		c.json(&p, "processes", "start", "ab", "-o", "json")
+		started = append(started, p)
+	}
+	c.drive(started[0].ID)
+	if out := c.ok("backup", "--db", db, "copy.db"); !strings.Contains(out, "backed up "+db+" to "+filepath.Join(dir, "copy.db")) {
+		t.Fatalf("backup: %s", out)
+	}
+	if e := c.fails("backup", "--db", db, "copy.db"); !strings.Contains(e, "exists already") {
+		t.Fatalf("backup onto the copy: %s", e)
+	}
+	// A command after the backup is not in it.
+	c.ok("processes", "start", "ab")
+	srv.stop(t)
+
+	if e := c.fails("backup", "--db", "postgres://x@127.0.0.1/y", "pg.db"); !strings.Contains(e, "pg_dump") {
+		t.Fatalf("backup of PostgreSQL: %s", e)
+	}
+	restored := serve(t, dir, cleanEnv(), "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "copy.db"), "--no-migrate")
+	rc := &cli{t: t, dir: dir, env: cleanEnv("VEENA_URL=" + restored.url)}
+	var listed []process
+	rc.json(&listed, "processes", "list", "-o", "json")
+	if len(listed) != len(started) {
+		t.Fatalf("the copy holds %d processes, want %d", len(listed), len(started))
+	}
+	var first process
+	rc.json(&first, "processes", "show", started[0].ID, "-o", "json")
+	if first.State != "completed" {
+		t.Fatalf("process %s in the copy is %s", first.ID, first.State)
+	}
+	rc.drive(started[1].ID)
+	restored.stop(t)
+}

@@ -73,6 +73,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 
   veena serve                          run the engine, the HTTP API and the web console
   veena migrate                        bring the database's schema up to date (serve does it at start)
+  veena backup copy.db                 copy the SQLite database, also while serve runs
   veena definitions load order.wf.xml  load a definition into the running server
   veena processes start order          start a process
   veena events send --match order=o-1  deliver an event to the process whose context matches
@@ -89,6 +90,7 @@ with the access token --token (VEENA_TOKEN).`,
 	root.AddCommand(
 		newServeCmd(),
 		newMigrateCmd(),
+		newBackupCmd(),
 		newDefinitionsCmd(),
 		newProcessesCmd(),
 		newTokensCmd(),
