@@ -225,18 +225,17 @@ func (s *Store) SchemaVersion(ctx context.Context) (current, latest int, err err
 	if err != nil {
 		return 0, 0, err
 	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, len(migs), store.Unavailable("pgstore: read schema version", err)
-	}
-	if !exists {
-		return 0, len(migs), nil
-	}
-	err = s.pool.QueryRow(ctx, "SELECT version FROM schema_version").Scan(&current)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, len(migs), store.Unavailable("pgstore: read schema version", err)
-	}
-	return current, len(migs), nil
+	return sqlstore.SchemaVersion("pgstore", len(migs),
+		func() (ok bool, err error) {
+			err = s.pool.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&ok)
+			return ok, err
+		},
+		func() (v int, err error) {
+			if err = s.pool.QueryRow(ctx, "SELECT version FROM schema_version").Scan(&v); errors.Is(err, pgx.ErrNoRows) {
+				err = nil
+			}
+			return v, err
+		})
 }
 
 var _ store.SchemaVersioner = (*Store)(nil)

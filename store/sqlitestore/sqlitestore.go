@@ -751,18 +751,17 @@ func (s *Store) SchemaVersion(ctx context.Context) (current, latest int, err err
 	if err != nil {
 		return 0, 0, err
 	}
-	var exists bool
-	if err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version')`).Scan(&exists); err != nil {
-		return 0, len(migs), store.Unavailable("sqlitestore: read schema version", err)
-	}
-	if !exists {
-		return 0, len(migs), nil
-	}
-	err = s.rdb.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&current)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, len(migs), store.Unavailable("sqlitestore: read schema version", err)
-	}
-	return current, len(migs), nil
+	return sqlstore.SchemaVersion("sqlitestore", len(migs),
+		func() (ok bool, err error) {
+			err = s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version')`).Scan(&ok)
+			return ok, err
+		},
+		func() (v int, err error) {
+			if err = s.rdb.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&v); errors.Is(err, sql.ErrNoRows) {
+				err = nil
+			}
+			return v, err
+		})
 }
 
 var _ store.SchemaVersioner = (*Store)(nil)
