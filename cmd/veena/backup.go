@@ -18,7 +18,8 @@ func newBackupCmd() *cobra.Command {
 		Use:   "backup FILE",
 		Short: "Copy an SQLite database to FILE, also while veena serve uses it",
 		Long: `Write a copy of the SQLite database --db names (VEENA_DB, default ` + DefaultDB + `) to
-FILE, which must not exist yet. The copy is one consistent snapshot: every
+FILE (readable by its owner only), which must not exist yet. The copy is one
+consistent snapshot: every
 command acknowledged before the backup began is in it, whole, and none that
 came later. A running veena serve goes on meanwhile. To restore, stop the
 server and put the copy in the database's place (removing the old file's

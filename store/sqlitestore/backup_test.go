@@ -88,9 +88,24 @@ func TestBackupWhileWriting(t *testing.T) {
 	}
 	t.Logf("backup of %d processes taken while %d more committed", n, after-before)
 
-	// An existing file is not overwritten; a missing database is named.
+	if fi, err := os.Stat(dest); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the backup's mode: %v %v", fi, err)
+	}
+
+	// An existing file is neither overwritten nor removed; a missing
+	// database is named.
 	if err := sqlitestore.Backup(ctx, path, dest); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Fatalf("backup onto an existing file: %v", err)
+	}
+	keep := filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(keep, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitestore.Backup(ctx, path, keep); err == nil {
+		t.Fatal("backup onto a file of other content succeeded")
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "keep" {
+		t.Fatalf("a refused backup changed the file there: %q %v", b, err)
 	}
 	missing := filepath.Join(dir, "none.db")
 	if err := sqlitestore.Backup(ctx, missing, filepath.Join(dir, "b2.db")); err == nil || !strings.Contains(err.Error(), missing) {
