@@ -19,11 +19,11 @@ func newBackupCmd() *cobra.Command {
 		Short: "Copy an SQLite database to FILE, also while veena serve uses it",
 		Long: `Write a copy of the SQLite database --db names (VEENA_DB, default ` + DefaultDB + `) to
 FILE (readable by its owner only), which must not exist yet. The copy is one
-consistent snapshot: every
-command acknowledged before the backup began is in it, whole, and none that
-came later. A running veena serve goes on meanwhile. To restore, stop the
-server and put the copy in the database's place (removing the old file's
--wal and -shm files), or point --db at the copy.
+consistent snapshot: every command acknowledged before the backup began is
+in it, whole, and none that came later. A running veena serve goes on
+meanwhile. To restore, stop the server and put the copy in the database's
+place (removing the old file's -wal and -shm files), or point --db at the
+copy.
 
 Copying the file itself while the server runs is not safe: recent commits
 live in the -wal file beside it. The access tokens are not in the database
