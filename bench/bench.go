@@ -27,6 +27,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/pgstore"
 	"github.com/veena-wf/veena/store/sqlitestore"
 )
@@ -559,6 +560,22 @@ func LoadWorkload(ctx context.Context, e *veena.Engine, workload string) error {
 		return fmt.Errorf("bench: unknown workload %q", workload)
 	}
 	return w.load(ctx, e)
+}
+
+// OpenEngine opens an engine on st as the bench does (with a cache that
+// holds every tree a run keeps busy) and loads a workload's definition,
+// for benchmarks elsewhere. On failure it closes what it opened, st too.
+func OpenEngine(ctx context.Context, st store.Store, workload string) (*veena.Engine, error) {
+	e, err := veena.Open(ctx, veena.Options{Store: st, CacheSize: 1 << 16})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := LoadWorkload(ctx, e, workload); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // load loads the workload's definition into e.

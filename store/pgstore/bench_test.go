@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/bench"
 	"github.com/veena-wf/veena/internal/cpustat"
 	"github.com/veena-wf/veena/internal/pgtest"
@@ -39,15 +38,11 @@ func benchEngine(b *testing.B, workload string, group int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := veena.Open(ctx, veena.Options{Store: st, CacheSize: 1 << 16})
+	e, err := bench.OpenEngine(ctx, st, workload)
 	if err != nil {
-		st.Close()
 		b.Fatal(err)
 	}
 	defer e.Close()
-	if err := bench.LoadWorkload(ctx, e, workload); err != nil {
-		b.Fatal(err)
-	}
 	var commits0 int64
 	measure(b, 1+waits, func() { _, commits0 = st.Stats() }, func() error {
 		_, err := bench.RunProcess(ctx, e, workload)

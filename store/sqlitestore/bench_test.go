@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/bench"
 	"github.com/veena-wf/veena/internal/cpustat"
 	"github.com/veena-wf/veena/store"
@@ -41,15 +40,11 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := veena.Open(ctx, veena.Options{Store: st, CacheSize: 1 << 16})
+	e, err := bench.OpenEngine(ctx, st, workload)
 	if err != nil {
-		st.Close()
 		b.Fatal(err)
 	}
 	defer e.Close()
-	if err := bench.LoadWorkload(ctx, e, workload); err != nil {
-		b.Fatal(err)
-	}
 	const clients = 16
 	var left atomic.Int64
 	left.Store(int64(b.N))
