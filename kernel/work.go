@@ -377,10 +377,10 @@ func (e *Engine) FailJob(t *NodeToken, retriesLeft int, message, jobID string) e
 }
 
 // ThrowError delivers a business error a worker threw on the token's job
-// (JOB_ERROR_THROWN): the job ends, and the node type's ErrorCatcher may
-// catch the error; uncaught, an incident of kind uncaught_error opens and
-// the token waits. It reports whether the error was caught.
-func (e *Engine) ThrowError(t *NodeToken, code, message string, env map[string]Value) (caught bool, err error) {
+// jobID (JOB_ERROR_THROWN): the job ends, and the node type's ErrorCatcher
+// may catch the error; uncaught, an incident of kind uncaught_error opens
+// and the token waits. It reports whether the error was caught.
+func (e *Engine) ThrowError(t *NodeToken, code, message string, env map[string]Value, jobID string) (caught bool, err error) {
 	err = e.run(func() {
 		e.checkHolder(t, "a job")
 		if !t.Holds(HoldsJob) {
@@ -404,7 +404,7 @@ func (e *Engine) ThrowError(t *NodeToken, code, message string, env map[string]V
 			if message != "" {
 				msg += ": " + message
 			}
-			if err := e.RaiseIncident(t, IncidentSpec{Kind: "uncaught_error", Message: msg}); err != nil {
+			if err := e.RaiseIncident(t, IncidentSpec{Kind: "uncaught_error", Message: msg, Job: jobID}); err != nil {
 				e.Fail(err)
 			}
 		}

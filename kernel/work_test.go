@@ -276,12 +276,12 @@ func TestUncaughtErrorAndRerun(t *testing.T) {
 	tok := token(t, p, "j")
 	clearEffects(p)
 	e := k.Engine(t0)
-	caught, err := e.ThrowError(tok, "NO_FUNDS", "card declined", nil)
+	caught, err := e.ThrowError(tok, "NO_FUNDS", "card declined", nil, "job-1")
 	if err != nil || caught {
 		t.Fatalf("caught %v, err %v", caught, err)
 	}
 	efs := effects(p)
-	if kinds(efs) != "incident j" || efs[0].Incident.Kind != "uncaught_error" || !strings.Contains(efs[0].Incident.Message, "NO_FUNDS") {
+	if kinds(efs) != "incident j" || efs[0].Incident.Kind != "uncaught_error" || !strings.Contains(efs[0].Incident.Message, "NO_FUNDS") || efs[0].Incident.Job != "job-1" {
 		t.Fatalf("effects %s", kinds(efs))
 	}
 	if tok.Holds(HoldsJob) {
@@ -318,7 +318,7 @@ func TestErrorCatcher(t *testing.T) {
 		N{Name: "c", Type: "catcher", Arcs: []string{"ok", "handler:error"}},
 		N{Name: "ok"}, N{Name: "handler"})
 	p := start(t, k, g, nil)
-	caught, err := k.Engine(t0).ThrowError(token(t, p, "c"), "CAUGHT", "", nil)
+	caught, err := k.Engine(t0).ThrowError(token(t, p, "c"), "CAUGHT", "", nil, "")
 	if err != nil || !caught {
 		t.Fatalf("caught %v, err %v", caught, err)
 	}
