@@ -176,9 +176,9 @@ type compiler struct {
 	errs     map[*Document]*graph.LoadError
 	warnings []graph.Problem
 
-	byKey       map[string]*graph.Node         // superposition key -> node
-	ids         map[string]bool                // node ids taken
-	arcIDs      map[string]bool                // arc ids taken
+	byKey       map[string]*graph.Node          // superposition key -> node
+	ids         map[string]bool                 // node ids taken
+	arcIDs      map[string]bool                 // arc ids taken
 	local       map[*Net]map[string]*graph.Node // a net's node ids -> nodes
 	initial     map[*graph.Node]stated
 	capacity    map[*graph.Node]stated

@@ -24,8 +24,8 @@ const Namespace = "http://www.pnml.org/version-2009/grammar/pnml"
 // Net types read as P/T nets: ISO's, the core model's, and no type at all.
 var ptTypes = map[string]bool{
 	"": true,
-	"http://www.pnml.org/version-2009/grammar/ptnet":         true,
-	"http://www.pnml.org/version-2009/grammar/pnmlcoremodel": true,
+	"http://www.pnml.org/version-2009/grammar/ptnet":                  true,
+	"http://www.pnml.org/version-2009/grammar/pnmlcoremodel":          true,
 	"http://www.pnml.org/version-2009/extensions/inhibitorptnet.pntd": true,
 	"P/T net": true,
 }
@@ -162,7 +162,7 @@ type parser struct {
 
 	warned  map[string]int // warning format -> index in doc.Warnings
 	repeats []int          // by warning: how many more of its kind
-	raw   []*Arc // arcs of the current net, ends not yet resolved
+	raw     []*Arc         // arcs of the current net, ends not yet resolved
 }
 
 func (p *parser) add(pos xmlguard.Pos, format string, args ...any) {
