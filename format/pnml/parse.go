@@ -226,6 +226,12 @@ func Parse(file string, src []byte, opts ...Option) (*Document, error) {
 		p.add(root.Pos, "the file has no <net>")
 	}
 	if err := p.errs.OrNil(); err != nil {
+		slices.SortStableFunc(p.errs.Problems, func(a, b graph.Problem) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Column - b.Column
+		})
 		return nil, err
 	}
 	for i, n := range p.repeats {
@@ -295,7 +301,8 @@ func (p *parser) parseContent(el *xmlguard.Element, where string) {
 			p.parseArc(c)
 		case "referencePlace", "referenceTransition":
 			p.parseReference(c)
-		case "graphics":
+		case "graphics", "token":
+			// <token> declares PIPE's token classes; a P/T net has one.
 		case "declaration", "declarations":
 			p.add(c.Pos, "<%s> declares sorts or variables of a high-level net; Veena runs place/transition nets", c.Name.Local)
 		default:
@@ -612,22 +619,32 @@ func (p *parser) resolve(id string) (string, string, error) {
 
 // resolveArcs checks the current net's reference nodes and arcs.
 func (p *parser) resolveArcs() {
+	bad := map[string]bool{}
 	for _, id := range slices.Sorted(maps.Keys(p.refs)) {
 		if _, _, err := p.resolve(id); err != nil {
 			p.errs.Add(p.rpos[id], "%v", err)
-			delete(p.refs, id)
-			delete(p.kind, id)
+			bad[id] = true
 		}
 	}
-	for _, a := range p.raw {
-		src, sk, err := p.resolve(a.Source)
+	end := func(a *Arc, which, id string) (string, string, bool) {
+		if bad[id] {
+			p.errs.Add(a.Pos, "arc %s: %s %s is a reference node that stands for no place or transition", a.ID, which, id)
+			return "", "", false
+		}
+		node, kind, err := p.resolve(id)
 		if err != nil {
-			p.errs.Add(a.Pos, "arc %s: source %v", a.ID, err)
+			p.errs.Add(a.Pos, "arc %s: %s %v", a.ID, which, err)
+			return "", "", false
+		}
+		return node, kind, true
+	}
+	for _, a := range p.raw {
+		src, sk, ok := end(a, "source", a.Source)
+		if !ok {
 			continue
 		}
-		dst, dk, err := p.resolve(a.Target)
-		if err != nil {
-			p.errs.Add(a.Pos, "arc %s: target %v", a.ID, err)
+		dst, dk, ok := end(a, "target", a.Target)
+		if !ok {
 			continue
 		}
 		if sk == dk {

@@ -16,6 +16,7 @@ package analysis
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/veena-wf/veena/petri"
@@ -119,12 +120,21 @@ func Analyze(n *petri.Net, opts Options) *Result {
 	case err == nil:
 		r.Complete = true
 		g.finish(r, m0)
+	case errors.Is(err, errUnbounded) && n.Inhibitors:
+		// Karp and Miller's graph is unsound with inhibitor arcs: report
+		// the repeatable sequence found, and what was seen before it.
+		g.partial(r)
+		r.Bounded, r.Safe = ptr(false), ptr(false)
+		for _, p := range g.growing {
+			r.UnboundedPlaces = append(r.UnboundedPlaces, n.Places[p].ID)
+		}
+		r.Reason = fmt.Sprintf("the net is unbounded: a firing sequence that can be repeated for ever adds tokens to %s; with inhibitor arcs, the rest is undecidable in general", strings.Join(r.UnboundedPlaces, ", "))
 	case errors.Is(err, errUnbounded), errors.Is(err, errTokens):
 		coverability(n, m0, opts.MaxStates, r)
 	case errors.Is(err, errLimit):
 		r.Reason = fmt.Sprintf("the state space has more than %d states", opts.MaxStates)
 		g.partial(r)
-		if g.coverable {
+		if g.coverable && !n.Inhibitors {
 			// The coverability graph may still show the net unbounded.
 			c := &Result{}
 			coverability(n, m0, opts.MaxStates, c)

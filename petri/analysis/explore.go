@@ -79,7 +79,8 @@ type explorer struct {
 	parentBy []uint32 // and the transition fired
 
 	maxStates int
-	coverable bool // ancestors may be checked for strict covering
+	coverable bool  // ancestors may be checked for strict covering
+	growing   []int // places that grow without limit, once coversAncestor found some
 
 	// Per place: most and fewest tokens seen.
 	most   []int32
@@ -96,7 +97,7 @@ type explorer struct {
 
 func newExplorer(n *petri.Net, maxStates int, keepEdges bool) *explorer {
 	e := &explorer{net: n, places: len(n.Places), maxStates: maxStates, keepEdges: keepEdges}
-	e.coverable = !n.Inhibitors && !n.Capacities
+	e.coverable = !n.Capacities
 	e.trans = make([]ptrans, len(n.Transitions))
 	e.cap = make([]int32, e.places)
 	for i, p := range n.Places {
@@ -453,16 +454,26 @@ func (e *explorer) successor(id int, base []uint64, t int) (int, error) {
 }
 
 // coversAncestor reports whether state id strictly covers a state on its
-// path from the initial marking.
+// path from the initial marking such that the firing sequence between
+// them can be repeated for ever: every place holds at least as many
+// tokens as at the ancestor, and no transition of the sequence has an
+// inhibitor arc from a place that grew (without inhibitor arcs that is
+// Karp and Miller's condition; with them, extra tokens could only stop
+// the sequence through such an arc). It records the places that grow.
 func (e *explorer) coversAncestor(id int) bool {
 	m := make([]int32, e.places)
 	a := make([]int32, e.places)
 	e.unpack(id, m)
-	for anc := int(e.parent[id]); ; anc = int(e.parent[anc]) {
+	inhibited := map[int]bool{} // places tested by inhibitor arcs of the sequence so far
+	for v := id; v != 0; {
+		for _, arc := range e.trans[e.parentBy[v]].inh {
+			inhibited[arc.Place] = true
+		}
+		anc := int(e.parent[v])
 		e.unpack(anc, a)
 		covers, strict := true, false
 		for i := range m {
-			if m[i] < a[i] {
+			if m[i] < a[i] || m[i] > a[i] && inhibited[i] {
 				covers = false
 				break
 			}
@@ -471,12 +482,17 @@ func (e *explorer) coversAncestor(id int) bool {
 			}
 		}
 		if covers && strict {
+			e.growing = e.growing[:0]
+			for i := range m {
+				if m[i] > a[i] {
+					e.growing = append(e.growing, i)
+				}
+			}
 			return true
 		}
-		if anc == 0 {
-			return false
-		}
+		v = anc
 	}
+	return false
 }
 
 func (e *explorer) unpack(id int, dst []int32) {

@@ -128,3 +128,11 @@ func ptrNot(b *bool) *bool {
 	v := !*b
 	return &v
 }
+
+func loadNetOrSkip(t *testing.T, file string) *petri.Net {
+	t.Helper()
+	if _, err := os.Stat(file); os.IsNotExist(err) {
+		t.Skipf("%s is not there (the shared corpus is absent)", file)
+	}
+	return loadNet(t, file)
+}
