@@ -74,6 +74,10 @@ type Graph struct {
 	Arcs      []*Arc      // in document order
 	Externals []*External // the composition instances, in document order
 	Custom    *Element    // the process-definition's <custom> element, or nil
+	// Props are format-specific properties of the whole definition, set by
+	// its importer and read by the node types of that format (nil for
+	// Sarasvati graphs).
+	Props any
 
 	startNodes []*Node
 	byName     map[string]*Node // own nodes by name
@@ -90,6 +94,14 @@ type Node struct {
 	Guard     string // Rubric program; blank means Accept
 	X, Y      int
 	Pos       Pos // where the node is declared
+	// Label is the node's display name where its format has one apart from
+	// its id ("" otherwise); Kind is the node's kind in its format's own
+	// words (a schema's "event", a BPMN "userTask"), "" where the type says it.
+	Label string
+	Kind  string
+	// Props are format-specific properties of the node, set by its importer
+	// and read by its node type (nil for Sarasvati nodes, which use Custom).
+	Props any
 
 	// External is the composition instance this node was imported through, or nil
 	// for the definition's own nodes.
