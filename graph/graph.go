@@ -81,6 +81,10 @@ type Graph struct {
 	// Runtime is owned by the runtime that executes the graph's format
 	// (for Petri nets, the compiled net), set once when it is prepared.
 	Runtime any
+	// Props are format-specific properties of the whole definition, set by
+	// its importer and read by the node types of that format (nil for
+	// Sarasvati graphs).
+	Props any
 
 	startNodes []*Node
 	byName     map[string]*Node // own nodes by name
@@ -97,15 +101,13 @@ type Node struct {
 	Guard     string // Rubric program; blank means Accept
 	X, Y      int
 	Pos       Pos // where the node is declared
-	// Kind is the node's kind in its format (place, transition, userTask,
-	// exclusiveGateway, …); "" for Sarasvati nodes, whose Type says it.
-	Kind string
-	// Label is the node's display name where the format has one besides
-	// its id (BPMN name, PNML <name><text>); "" when it has none.
+	// Label is the node's display name where its format has one apart from
+	// its id ("" otherwise); Kind is the node's kind in its format's own
+	// words (a schema's "event", a BPMN "userTask"), "" where the type says it.
 	Label string
-	// Props holds the node's properties in its format's own terms (a
-	// Petri net place's initial marking and activity, say), set by the
-	// importer and read by that format's runtime; nil for Sarasvati nodes.
+	Kind  string
+	// Props are format-specific properties of the node, set by its importer
+	// and read by its node type (nil for Sarasvati nodes, which use Custom).
 	Props any
 
 	// External is the composition instance this node was imported through, or nil
