@@ -188,6 +188,7 @@ var (
 	ErrNotDelayed            = &Error{Code: "token_not_delayed", Msg: "the node token is not delayed"}
 	ErrDefinitionNotFound    = &Error{Code: "definition_not_found", Msg: "definition not found"}
 	ErrDefinitionNotPrepared = &Error{Code: "definition_invalid", Msg: "definition invalid"}
+	ErrNestedProcessActive   = &Error{Code: "nested_process_active", Msg: "the node token's nested process is still running"}
 )
 
 func refuse(base *Error, format string, args ...any) *Error {
@@ -510,6 +511,21 @@ func (e *Engine) checkCompletable(t *NodeToken) {
 	if t.Complete {
 		e.Fail(refuse(ErrTokenComplete, "node token %s is already complete", t.Label()))
 	}
+	if c := t.runningNested(); c != nil {
+		e.Fail(refuse(ErrNestedProcessActive, "node token %s waits for its nested process %s (%s, %s); completing it would leave that process running on its own: cancel it, or let it finish",
+			t.Label(), c.ID, c.Graph, c.State))
+	}
+}
+
+// runningNested returns the nested process t started that has not ended
+// (completed or canceled), or nil.
+func (t *NodeToken) runningNested() *Process {
+	for _, c := range t.Process.Nested {
+		if c.ParentToken == t && c.State != Completed && c.State != Canceled {
+			return c
+		}
+	}
+	return nil
 }
 
 // Complete completes a node token on the arcs with the given names ("" is
