@@ -221,8 +221,8 @@ type Process struct {
 	// eventNames holds the arc-name lists of the events in Events.
 	eventNames [][]string
 
-	epoch       uint64   // the journal epoch that saved it last
-	journal     *journal // on a tree's root while a command runs on it
+	epoch   uint64   // the journal epoch that saved it last
+	journal *journal // on a tree's root while a command runs on it
 
 	activeNodes int
 	activeArcs  int
