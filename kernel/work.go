@@ -150,6 +150,7 @@ func (t *NodeToken) Holds(f WorkFlags) bool { return t.Work&f != 0 }
 func (e *Engine) effect(t *NodeToken, ef Effect) {
 	ef.Token = t
 	p := t.Process
+	e.mutP(p)
 	p.Effects = append(p.Effects, ef)
 	p.Dirty = true
 }
@@ -168,7 +169,7 @@ func (e *Engine) checkHolder(t *NodeToken, what string) {
 // (CompleteTask) or the token ends otherwise. A token holds one open task
 // at a time.
 func (e *Engine) OpenTask(t *NodeToken, spec TaskSpec) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkHolder(t, "a task")
 		if t.Holds(HoldsTask) {
 			e.Fail(refuse(ErrInvalidArgument, "node token %s holds a task already", t.Label()))
@@ -179,6 +180,7 @@ func (e *Engine) OpenTask(t *NodeToken, spec TaskSpec) error {
 		if spec.Data == nil {
 			spec.Data = t.FullEnv().Copy().Map()
 		}
+		e.mutN(t)
 		t.Work |= HoldsTask
 		e.fire(t.Process, TaskCreated, t, nil, nil, 0)
 		e.effect(t, Effect{Kind: TaskOpened, Seq: t.Process.EventSeq, Task: &spec})
@@ -190,7 +192,7 @@ func (e *Engine) OpenTask(t *NodeToken, spec TaskSpec) error {
 // completes (CompleteJob) or the token ends otherwise. A token holds one
 // job at a time.
 func (e *Engine) OfferJob(t *NodeToken, spec JobSpec) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkHolder(t, "a job")
 		if spec.Type == "" {
 			e.Fail(refuse(ErrInvalidArgument, "node %s: a job needs a type", t.Node.QualifiedName()))
@@ -204,6 +206,7 @@ func (e *Engine) OfferJob(t *NodeToken, spec JobSpec) error {
 		if spec.Env == nil {
 			spec.Env = t.FullEnv().Copy().Map()
 		}
+		e.mutN(t)
 		t.Work |= HoldsJob
 		e.fire(t.Process, JobCreated, t, nil, nil, 0)
 		e.effect(t, Effect{Kind: JobOffered, Seq: t.Process.EventSeq, Job: &spec})
@@ -217,11 +220,12 @@ func (e *Engine) OfferJob(t *NodeToken, spec JobSpec) error {
 // for a reason an operator can fix (a condition that does not evaluate, no
 // route to take).
 func (e *Engine) RaiseIncident(t *NodeToken, spec IncidentSpec) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkHolder(t, "an incident")
 		if spec.Kind == "" {
 			e.Fail(refuse(ErrInvalidArgument, "an incident needs a kind"))
 		}
+		e.mutN(t)
 		t.Work |= HoldsIncident
 		e.fire(t.Process, IncidentOpened, t, nil, nil, 0)
 		e.effect(t, Effect{Kind: IncidentRaised, Seq: t.Process.EventSeq, Incident: &spec})
@@ -233,7 +237,7 @@ func (e *Engine) RaiseIncident(t *NodeToken, spec IncidentSpec) error {
 // environment changed), for the engine's commands that change work rows
 // without moving the token. It returns the event's sequence number.
 func (e *Engine) FireWorkEvent(t *NodeToken, typ EventType) (seq int64, err error) {
-	err = e.run(func() {
+	err = e.run(t.Process, func() {
 		e.fire(t.Process, typ, t, nil, nil, 0)
 		seq = t.Process.EventSeq
 	})
@@ -243,7 +247,7 @@ func (e *Engine) FireWorkEvent(t *NodeToken, typ EventType) (seq int64, err erro
 // FireProcessEvent records an event about a process as a whole (an
 // environment changed, an attachment set) and returns its sequence number.
 func (e *Engine) FireProcessEvent(p *Process, typ EventType) (seq int64, err error) {
-	err = e.run(func() {
+	err = e.run(p, func() {
 		e.fire(p, typ, nil, nil, nil, 0)
 		seq = p.EventSeq
 	})
@@ -263,11 +267,12 @@ func (e *Engine) CompleteJob(t *NodeToken, r WorkResult) error {
 }
 
 func (e *Engine) deliver(t *NodeToken, held WorkFlags, typ EventType, r WorkResult) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkHolder(t, "work")
 		if !t.Holds(held) {
 			e.Fail(refuse(ErrInvalidArgument, "node token %s holds no %s", t.Label(), workName(held)))
 		}
+		e.mutN(t)
 		t.Work &^= held
 		e.fire(t.Process, typ, t, nil, nil, 0)
 		p := t.Process
@@ -306,7 +311,7 @@ func workName(f WorkFlags) string {
 // any, else on its default arcs. Node types with a WorkCompleter may call
 // it after mapping the result their own way.
 func (e *Engine) CompleteWithResult(t *NodeToken, r WorkResult) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		names := defaultArcs
 		switch {
@@ -328,6 +333,7 @@ func (e *Engine) CompleteWithResult(t *NodeToken, r WorkResult) error {
 			for _, k := range keys {
 				t.Process.Env.Set(k, r.Env[k])
 			}
+			e.mutP(t.Process)
 			t.Process.Dirty = true
 		}
 		e.complete(t, names, false)
@@ -362,7 +368,7 @@ func arcNameList(t *NodeToken) string {
 // retries left an incident of kind job_failed opens for job jobID; the job
 // stays the token's, to be offered again when the incident is resolved.
 func (e *Engine) FailJob(t *NodeToken, retriesLeft int, message, jobID string) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkHolder(t, "a job")
 		if !t.Holds(HoldsJob) {
 			e.Fail(refuse(ErrInvalidArgument, "node token %s holds no job", t.Label()))
@@ -381,11 +387,12 @@ func (e *Engine) FailJob(t *NodeToken, retriesLeft int, message, jobID string) e
 // may catch the error; uncaught, an incident of kind uncaught_error opens
 // and the token waits. It reports whether the error was caught.
 func (e *Engine) ThrowError(t *NodeToken, code, message string, env map[string]Value, jobID string) (caught bool, err error) {
-	err = e.run(func() {
+	err = e.run(t.Process, func() {
 		e.checkHolder(t, "a job")
 		if !t.Holds(HoldsJob) {
 			e.Fail(refuse(ErrInvalidArgument, "node token %s holds no job", t.Label()))
 		}
+		e.mutN(t)
 		t.Work &^= HoldsJob
 		e.fire(t.Process, JobErrorThrown, t, nil, nil, 0)
 		p := t.Process
@@ -422,7 +429,7 @@ func (e *Engine) ThrowError(t *NodeToken, code, message string, env map[string]V
 // or task node offers its work anew). A resolution whose step fails again
 // fails the command: nothing changes and the incident stays open.
 func (e *Engine) ResolveIncident(t *NodeToken, kind string, rerun bool) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkHolder(t, "an incident")
 		e.fire(t.Process, IncidentResolved, t, nil, nil, 0)
 		if !rerun {
@@ -457,6 +464,7 @@ func (e *Engine) endWork(t *NodeToken, completed bool) {
 		return
 	}
 	held := t.Work
+	e.mutN(t)
 	t.Work = 0
 	e.effect(t, Effect{Kind: WorkEnded, Held: held, Completed: completed})
 }

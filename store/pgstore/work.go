@@ -23,7 +23,7 @@ import (
 
 func param(n int) string { return "$" + strconv.Itoa(n) }
 
-var dialect = sqlstore.Dialect{
+var workDialect = sqlstore.WorkDialect{
 	Param: param,
 	Holds: func(col, p string) string { return col + " ? " + p },
 	HoldsAny: func(col string, vals []string, arg func(v any) string) string {
@@ -49,7 +49,7 @@ func (s *Store) Task(ctx context.Context, id string) (*store.Task, error) {
 
 // Tasks lists tasks in inbox order.
 func (s *Store) Tasks(ctx context.Context, f store.TaskFilter) ([]*store.Task, error) {
-	q, args := sqlstore.TasksQuery(f, dialect)
+	q, args := sqlstore.TasksQuery(f, workDialect)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(err)

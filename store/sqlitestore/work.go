@@ -20,7 +20,7 @@ import (
 
 func param(n int) string { return "?" + strconv.Itoa(n) }
 
-var dialect = sqlstore.Dialect{
+var workDialect = sqlstore.WorkDialect{
 	Param: param,
 	Holds: func(col, p string) string {
 		return "EXISTS (SELECT 1 FROM json_each(" + col + ") WHERE value = " + p + ")"
@@ -52,7 +52,7 @@ func (s *Store) Task(ctx context.Context, id string) (*store.Task, error) {
 
 // Tasks lists tasks in inbox order.
 func (s *Store) Tasks(ctx context.Context, f store.TaskFilter) ([]*store.Task, error) {
-	q, args := sqlstore.TasksQuery(f, dialect)
+	q, args := sqlstore.TasksQuery(f, workDialect)
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)

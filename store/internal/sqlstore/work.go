@@ -157,8 +157,8 @@ func UpdateSet(columns string, param func(n int) string) string {
 	return b.String()
 }
 
-// Dialect says how a backend writes what the work queries need.
-type Dialect struct {
+// WorkDialect says how a backend writes what the work queries need.
+type WorkDialect struct {
 	// Param is the placeholder of the nth argument.
 	Param func(n int) string
 	// Holds is the condition that the JSON array column col holds the
@@ -170,7 +170,7 @@ type Dialect struct {
 }
 
 // TasksQuery is the query of Store.Tasks.
-func TasksQuery(f store.TaskFilter, d Dialect) (string, []any) {
+func TasksQuery(f store.TaskFilter, d WorkDialect) (string, []any) {
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
