@@ -1,8 +1,8 @@
--- Veena schema 7 (SQLite): the work layer's rows beside the processes —
+-- Veena schema 9 (PostgreSQL): the work layer's rows beside the processes —
 -- human tasks, jobs for worker programs, incidents, audit notes,
 -- attachments and subscriptions. Times are Unix nanoseconds, 0 for none;
--- lists and objects are JSON text. From this version on, event records
--- may hold the work layer's event types (see store/events.go).
+-- candidate lists are JSON arrays. From this version on, event records may
+-- hold the work layer's event types (see store/events.go).
 CREATE TABLE tasks (
     id               TEXT    PRIMARY KEY,
     process_id       TEXT    NOT NULL,
@@ -12,21 +12,21 @@ CREATE TABLE tasks (
     definition       TEXT    NOT NULL,
     state            TEXT    NOT NULL,
     assignee         TEXT    NOT NULL DEFAULT '',
-    candidate_users  TEXT    NOT NULL DEFAULT '[]',
-    candidate_groups TEXT    NOT NULL DEFAULT '[]',
+    candidate_users  JSONB   NOT NULL DEFAULT '[]',
+    candidate_groups JSONB   NOT NULL DEFAULT '[]',
     queue            TEXT    NOT NULL DEFAULT '',
     claimed_by       TEXT    NOT NULL DEFAULT '',
-    claimed_at       INTEGER NOT NULL DEFAULT 0,
+    claimed_at       BIGINT  NOT NULL DEFAULT 0,
     priority         INTEGER NOT NULL,
-    due_at           INTEGER NOT NULL DEFAULT 0,
-    follow_up_at     INTEGER NOT NULL DEFAULT 0,
-    data             BLOB    NOT NULL,
-    initial          BLOB    NOT NULL,
-    created_at       INTEGER NOT NULL,
-    completed_at     INTEGER NOT NULL DEFAULT 0,
+    due_at           BIGINT  NOT NULL DEFAULT 0,
+    follow_up_at     BIGINT  NOT NULL DEFAULT 0,
+    data             BYTEA   NOT NULL,
+    initial          BYTEA   NOT NULL,
+    created_at       BIGINT  NOT NULL,
+    completed_at     BIGINT  NOT NULL DEFAULT 0,
     completed_by     TEXT    NOT NULL DEFAULT '',
-    rev              INTEGER NOT NULL
-) WITHOUT ROWID;
+    rev              BIGINT  NOT NULL
+);
 -- The inbox: open and claimed tasks in the order inboxes show them.
 CREATE INDEX tasks_inbox ON tasks (priority DESC, created_at, id) WHERE state IN ('open', 'claimed');
 CREATE INDEX tasks_token ON tasks (process_id, token);
@@ -40,15 +40,15 @@ CREATE TABLE jobs (
     type          TEXT    NOT NULL,
     state         TEXT    NOT NULL,
     retries       INTEGER NOT NULL,
-    headers       BLOB    NOT NULL,
-    env           BLOB    NOT NULL,
+    headers       BYTEA   NOT NULL,
+    env           BYTEA   NOT NULL,
     worker        TEXT    NOT NULL DEFAULT '',
-    locked_until  INTEGER NOT NULL DEFAULT 0,
-    due_at        INTEGER NOT NULL,
-    created_at    INTEGER NOT NULL,
+    locked_until  BIGINT  NOT NULL DEFAULT 0,
+    due_at        BIGINT  NOT NULL,
+    created_at    BIGINT  NOT NULL,
     error_message TEXT    NOT NULL DEFAULT '',
-    rev           INTEGER NOT NULL
-) WITHOUT ROWID;
+    rev           BIGINT  NOT NULL
+);
 -- Jobs a worker may lease: open ones by due time, leased ones by the end
 -- of their lease.
 CREATE INDEX jobs_open ON jobs (type, due_at, id) WHERE state = 'open';
@@ -65,22 +65,22 @@ CREATE TABLE incidents (
     kind        TEXT    NOT NULL,
     message     TEXT    NOT NULL,
     state       TEXT    NOT NULL,
-    created_at  INTEGER NOT NULL,
-    resolved_at INTEGER NOT NULL DEFAULT 0,
-    rev         INTEGER NOT NULL
-) WITHOUT ROWID;
+    created_at  BIGINT  NOT NULL,
+    resolved_at BIGINT  NOT NULL DEFAULT 0,
+    rev         BIGINT  NOT NULL
+);
 CREATE INDEX incidents_open ON incidents (id) WHERE state = 'open';
 CREATE INDEX incidents_token ON incidents (process_id, token);
 
 -- Who caused an event of the event log, and a detail: the audit trail is
 -- the event log read with these notes.
 CREATE TABLE audit_notes (
-    process_id TEXT    NOT NULL,
-    seq        INTEGER NOT NULL,
-    user       TEXT    NOT NULL,
-    detail     TEXT    NOT NULL,
+    process_id TEXT   NOT NULL,
+    seq        BIGINT NOT NULL,
+    "user"     TEXT   NOT NULL,
+    detail     TEXT   NOT NULL,
     PRIMARY KEY (process_id, seq)
-) WITHOUT ROWID;
+);
 
 CREATE TABLE attachments (
     process_id  TEXT    NOT NULL,
@@ -88,12 +88,12 @@ CREATE TABLE attachments (
     uri         TEXT    NOT NULL,
     cardinality INTEGER NOT NULL,
     PRIMARY KEY (process_id, name)
-) WITHOUT ROWID;
+);
 
 CREATE TABLE subscriptions (
     name       TEXT    PRIMARY KEY,
     definition TEXT    NOT NULL,
     version    INTEGER NOT NULL,
     match      TEXT    NOT NULL,
-    created_at INTEGER NOT NULL
-) WITHOUT ROWID;
+    created_at BIGINT  NOT NULL
+);
