@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/veena-wf/veena/internal/auth"
@@ -36,10 +37,15 @@ A running server notices changes within a second.`,
 		return defaultTokensFile(db)
 	}
 
-	var role, name string
+	var role, name, groups string
 	create := &cobra.Command{
-		Use:   "create --role ROLE --name NAME",
+		Use:   "create --role ROLE --name NAME [--groups G1,G2]",
 		Short: "Create an access token and print it (once: it is stored hashed)",
+		Long: `Create an access token and print it (once: it is stored hashed).
+
+The name is the user who acts with the token: tasks it claims, saves and
+completes are that user's, and --groups are the groups the user is in (for
+inboxes of candidate groups, "mine" and claiming).`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := auth.ParseRole(role)
@@ -49,7 +55,7 @@ A running server notices changes within a second.`,
 			if name == "" {
 				return fmt.Errorf("veena token create: --name is required (it names the token for listing and revoking)")
 			}
-			secret, err := auth.Create(path(), name, r)
+			secret, err := auth.Create(path(), name, r, strings.Split(groups, ",")...)
 			if err != nil {
 				return fmt.Errorf("veena token create: %w", err)
 			}
@@ -60,7 +66,8 @@ A running server notices changes within a second.`,
 		},
 	}
 	create.Flags().StringVar(&role, "role", "", "viewer, operator or admin")
-	create.Flags().StringVar(&name, "name", "", "a name for the token")
+	create.Flags().StringVar(&name, "name", "", "a name for the token: the user who acts with it")
+	create.Flags().StringVar(&groups, "groups", "", "the user's groups, comma-separated")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -77,9 +84,9 @@ A running server notices changes within a second.`,
 				return nil
 			}
 			tw := table(out)
-			fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
+			fmt.Fprintln(tw, "NAME\tROLE\tGROUPS\tCREATED")
 			for _, e := range f.Tokens {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.Role, stamp(e.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Role, strings.Join(e.Groups, ","), stamp(e.CreatedAt))
 			}
 			return tw.Flush()
 		},
