@@ -492,4 +492,3 @@ func (s *Server) resolveIncident(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, i)
 }
-

@@ -49,7 +49,6 @@ func (a *actorFlags) body(extra map[string]any) map[string]any {
 	return b
 }
 
-
 // send sends a JSON body with a method and decodes the answer.
 func (c *client) send2(ctx context.Context, method, path string, in, out any, idem string) error {
 	b, err := json.Marshal(in)
