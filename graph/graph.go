@@ -75,6 +75,17 @@ type Graph struct {
 	Externals []*External // the composition instances, in document order
 	Custom    *Element    // the process-definition's <custom> element, or nil
 
+	// Label is the definition's display name (a BPMN process's name), "" if none.
+	Label string
+	// Warnings are what the importer's static checks found questionable
+	// but runnable (unreachable elements, a join that can deadlock, …),
+	// each naming the element and where it is.
+	Warnings []Problem
+	// Props holds what the format's importer knows of the whole definition
+	// that its node types read (for BPMN: messages, signals, scopes); nil
+	// for Sarasvati definitions.
+	Props any
+
 	startNodes []*Node
 	byName     map[string]*Node // own nodes by name
 }
@@ -90,6 +101,16 @@ type Node struct {
 	Guard     string // Rubric program; blank means Accept
 	X, Y      int
 	Pos       Pos // where the node is declared
+
+	// Label is the node's display name (BPMN name, PNML <name><text>); ""
+	// when it has none. Kind is the element it was compiled from
+	// (userTask, exclusiveGateway, place, …); "" for Sarasvati nodes.
+	Label string
+	Kind  string
+	// Props holds the format-specific properties the importer compiled for
+	// the node's type (a BPMN element's expressions, timers, assignments);
+	// nil for Sarasvati nodes, whose properties are in Custom.
+	Props any
 
 	// External is the composition instance this node was imported through, or nil
 	// for the definition's own nodes.

@@ -30,6 +30,7 @@ type Kernel struct {
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
 	named       map[string]Listener
+	settlers    []Settler
 	prepMu      sync.Mutex
 
 	// Definitions returns the latest version of a definition; nested nodes
@@ -301,12 +302,16 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 }
 
 func (e *Engine) startProcess(p *Process) {
-	p.State = Executing
-	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	starts := p.Graph.StartNodes()
 	if len(starts) == 0 {
 		e.Fail(refuse(ErrNoStartNodes, "definition %s has no start nodes", p.Graph))
 	}
+	e.startProcessAt(p, starts)
+}
+
+func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
+	p.State = Executing
+	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	was := p.inLoop
 	p.inLoop = true
 	for _, n := range starts {
@@ -522,7 +527,7 @@ func (e *Engine) Complete(t *NodeToken, names ...string) error {
 	}
 	return e.run(func() {
 		e.checkCompletable(t)
-		e.complete(t, names, false)
+		e.completeVia(t, names)
 	})
 }
 
@@ -603,8 +608,13 @@ func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
 func (e *Engine) executeQueuedArcTokens(p *Process) {
 	was := p.inLoop
 	p.inLoop = true
-	for p.State == Executing && p.queued() > 0 {
-		e.executeArc(p.dequeue())
+	for {
+		for p.State == Executing && p.queued() > 0 {
+			e.executeArc(p.dequeue())
+		}
+		if !e.settle(p) {
+			break
+		}
 	}
 	p.inLoop = was
 	e.checkCompletion(p)
@@ -849,7 +859,7 @@ func (e *Engine) finalizeComplete(p *Process) {
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
 	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
-		e.complete(t, defaultArcs, false)
+		e.completeVia(t, defaultArcs)
 	}
 }
 

@@ -128,6 +128,11 @@ type NodeToken struct {
 	Sets        []Membership
 	DelayUntil  time.Time
 	DelayCount  int
+	// Notes is what the token's node type keeps about it while it runs (a
+	// subscription's name and key, the token a boundary event is attached
+	// to, a loop counter): stored with the token, never inherited by other
+	// tokens and not part of any environment. Nil when there is none.
+	Notes map[string]string
 
 	active  bool
 	parent1 [1]*ArcToken // backing of Parents when there is one parent
@@ -312,6 +317,25 @@ func (t *NodeToken) Active() bool { return t.active }
 
 // Active reports whether the arc token waits at its end node.
 func (a *ArcToken) Active() bool { return a.active }
+
+// Note returns one of the token's notes ("" when absent).
+func (t *NodeToken) Note(key string) string { return t.Notes[key] }
+
+// SetNote sets one of the token's notes; "" removes it.
+func (t *NodeToken) SetNote(key, value string) {
+	if value == "" {
+		delete(t.Notes, key)
+		if len(t.Notes) == 0 {
+			t.Notes = nil
+		}
+	} else {
+		if t.Notes == nil {
+			t.Notes = make(map[string]string, 2)
+		}
+		t.Notes[key] = value
+	}
+	t.Process.Dirty = true
+}
 
 // FullEnv is the token's environment over its process's: reads prefer the
 // token, writes go to the token.
