@@ -153,8 +153,10 @@ func parseXML(file string, src []byte, o options) (*elem, *graph.LoadError) {
 		switch strings.ToLower(label) {
 		case "us-ascii", "ascii":
 			return in, nil
+		case "iso-8859-1", "latin1", "iso8859-1", "l1":
+			return &latin1Reader{in: in}, nil
 		}
-		return nil, fmt.Errorf("encoding %q is not supported; use UTF-8", label)
+		return nil, fmt.Errorf("encoding %q is not supported; use UTF-8 or ISO-8859-1", label)
 	}
 	root := p.document()
 	if len(errs.Problems) > 0 {
@@ -269,9 +271,11 @@ func (p *xmlParser) document() *elem {
 // element reads the content of an element whose start tag was just read.
 func (p *xmlParser) element(se xml.StartElement, pos graph.Pos, parent *elem, ns map[string]string) *elem {
 	e := &elem{Space: se.Name.Space, Local: se.Name.Local, Attrs: se.Attr, Pos: pos, Parent: parent, NS: ns}
+	copied := false
 	for _, a := range se.Attr {
 		if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
-			if e.NS == nil || sameMap(e.NS, ns) {
+			if !copied {
+				copied = true
 				e.NS = make(map[string]string, len(ns)+2)
 				for k, v := range ns {
 					e.NS[k] = v
@@ -314,20 +318,6 @@ func (p *xmlParser) element(se xml.StartElement, pos graph.Pos, parent *elem, ns
 			text.Write(t)
 		}
 	}
-}
-
-func sameMap(a, b map[string]string) bool {
-	// The maps are shared by reference between an element and its parent
-	// until a declaration changes them.
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // textPos is the position of the first character of data that is not white
@@ -381,4 +371,39 @@ func (r *guardReader) Read(p []byte) (int, error) {
 	}
 	p[0] = b
 	return 1, nil
+}
+
+// latin1Reader decodes ISO-8859-1 into UTF-8: each byte is the code point
+// of the same value.
+type latin1Reader struct {
+	in      io.Reader
+	pending []byte
+	buf     [1]byte
+}
+
+func (r *latin1Reader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(r.pending) > 0 {
+			c := copy(p[n:], r.pending)
+			r.pending = r.pending[c:]
+			n += c
+			continue
+		}
+		if n > 0 {
+			return n, nil
+		}
+		k, err := r.in.Read(r.buf[:])
+		if k == 0 {
+			return n, err
+		}
+		b := r.buf[0]
+		if b < 0x80 {
+			p[n] = b
+			n++
+			continue
+		}
+		r.pending = []byte{0xC0 | b>>6, 0x80 | b&0x3F}
+	}
+	return n, nil
 }
