@@ -74,17 +74,20 @@ type Graph struct {
 	Arcs      []*Arc      // in document order
 	Externals []*External // the composition instances, in document order
 	Custom    *Element    // the process-definition's <custom> element, or nil
+	// Warnings are things in the source that loaded but that its author
+	// may not have meant (a construct read in a narrower sense than the
+	// file's own tool gives it), with their positions.
+	Warnings []Problem
+	// Runtime is owned by the runtime that executes the graph's format
+	// (for Petri nets, the compiled net), set once when it is prepared.
+	Runtime any
+	// Props are format-specific properties of the whole definition, set by
+	// its importer and read by the node types of that format (nil for
+	// Sarasvati graphs).
+	Props any
 
 	// Label is the definition's display name (a BPMN process's name), "" if none.
 	Label string
-	// Warnings are what the importer's static checks found questionable
-	// but runnable (unreachable elements, a join that can deadlock, …),
-	// each naming the element and where it is.
-	Warnings []Problem
-	// Props holds what the format's importer knows of the whole definition
-	// that its node types read (for BPMN: messages, signals, scopes); nil
-	// for Sarasvati definitions.
-	Props any
 
 	startNodes []*Node
 	byName     map[string]*Node // own nodes by name
@@ -101,15 +104,13 @@ type Node struct {
 	Guard     string // Rubric program; blank means Accept
 	X, Y      int
 	Pos       Pos // where the node is declared
-
-	// Label is the node's display name (BPMN name, PNML <name><text>); ""
-	// when it has none. Kind is the element it was compiled from
-	// (userTask, exclusiveGateway, place, …); "" for Sarasvati nodes.
+	// Label is the node's display name where its format has one apart from
+	// its id ("" otherwise); Kind is the node's kind in its format's own
+	// words (a schema's "event", a BPMN "userTask"), "" where the type says it.
 	Label string
 	Kind  string
-	// Props holds the format-specific properties the importer compiled for
-	// the node's type (a BPMN element's expressions, timers, assignments);
-	// nil for Sarasvati nodes, whose properties are in Custom.
+	// Props are format-specific properties of the node, set by its importer
+	// and read by its node type (nil for Sarasvati nodes, which use Custom).
 	Props any
 
 	// External is the composition instance this node was imported through, or nil
@@ -135,6 +136,12 @@ type Arc struct {
 	From, To *Node
 	Name     string
 	Pos      Pos // where the arc is declared
+	// Label is the arc's display text where the format has one besides
+	// its id; "" when it has none.
+	Label string
+	// Props holds the arc's properties in its format's own terms (a
+	// Petri net arc's weight, kind and result codes); nil for Sarasvati arcs.
+	Props any
 }
 
 // External is one instance of another definition composed into a graph.

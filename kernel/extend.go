@@ -59,7 +59,7 @@ func (e *Engine) CompleteDirect(t *NodeToken, names ...string) error {
 	if names == nil {
 		names = defaultArcs
 	}
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		e.complete(t, names, false)
 	})
@@ -83,7 +83,7 @@ func (e *Engine) completeVia(t *NodeToken, names []string) {
 // else holds it) and notes as its notes. Its guard runs at once; what it
 // starts runs within the current command.
 func (e *Engine) CreateToken(p *Process, n *graph.Node, sets []Membership, env *Env, notes map[string]string) (t *NodeToken, err error) {
-	err = e.run(func() {
+	err = e.run(p, func() {
 		if p.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
 		}
@@ -95,7 +95,7 @@ func (e *Engine) CreateToken(p *Process, n *graph.Node, sets []Membership, env *
 			t.Sets = append([]Membership(nil), sets...)
 		}
 		if !env.IsEmpty() {
-			t.Env = env.share()
+			t.Env = env.Share().adopt(p, e.j.epoch)
 		}
 		if len(notes) > 0 {
 			t.Notes = notes
@@ -112,6 +112,13 @@ func (e *Engine) CreateToken(p *Process, n *graph.Node, sets []Membership, env *
 	return t, err
 }
 
+// SetNote sets one of the token's notes ("" removes it) within a command,
+// so that a failed command undoes it.
+func (e *Engine) SetNote(t *NodeToken, key, value string) {
+	e.mutN(t)
+	t.setNote(key, value)
+}
+
 // NewTokenSet opens a token set of count members in p, nested inside the
 // sets of the memberships in parent (its level is one above theirs). env
 // is the set's environment, memberEnvs (if given) one environment per
@@ -124,15 +131,16 @@ func (e *Engine) NewTokenSet(p *Process, name string, count int, parent []Member
 	for _, m := range parent {
 		level = max(level, m.Set.Level)
 	}
-	set := &TokenSet{ID: len(p.TokenSets), Name: name, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone()}
-	set.MemberEnvs = make([]*Env, count)
-	for i := range set.MemberEnvs {
+	set := &TokenSet{ID: len(p.TokenSets), Name: name, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone().adopt(p, e.j.epoch)}
+	set.members = make([]*Env, count)
+	for i := range set.members {
 		if i < len(memberEnvs) && memberEnvs[i] != nil {
-			set.MemberEnvs[i] = memberEnvs[i].Clone()
+			set.members[i] = memberEnvs[i].Clone().adopt(p, e.j.epoch)
 		} else {
-			set.MemberEnvs[i] = NewEnv()
+			set.members[i] = NewEnv().adopt(p, e.j.epoch)
 		}
 	}
+	e.mutP(p)
 	p.TokenSets = append(p.TokenSets, set)
 	p.Dirty = true
 	return set, nil
@@ -142,7 +150,7 @@ func (e *Engine) NewTokenSet(p *Process, name string, count int, parent []Member
 // on the empty arc list): the nested processes it started are canceled,
 // a delay it waited for no longer counts. The process runs on.
 func (e *Engine) Withdraw(t *NodeToken) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		e.withdraw(t)
 	})
@@ -162,11 +170,13 @@ func (e *Engine) withdraw(t *NodeToken) {
 // still queued) out of play: it is marked complete with no child node
 // token, and no join will use it.
 func (e *Engine) DiscardArcToken(a *ArcToken) error {
-	return e.run(func() {
+	return e.run(a.Process, func() {
 		if a.Complete {
 			e.Fail(refuse(ErrTokenComplete, "arc token %s is already complete", a.Label()))
 		}
 		e.removeActiveArc(a)
+		e.mutA(a)
+		e.mutP(a.Process)
 		a.Pending = false
 		a.Complete = true
 		a.CompletedAt = e.now
@@ -190,7 +200,7 @@ func (e *Engine) StartAt(g *graph.Graph, env *Env, nodes ...*graph.Node) (p *Pro
 			return nil, refuse(ErrInvalidArgument, "node %v is not a node of %s", n, g)
 		}
 	}
-	err = e.run(func() {
+	err = e.run(nil, func() {
 		p = e.newProcess(g, env, nil, nil)
 		e.startProcessAt(p, nodes)
 	})

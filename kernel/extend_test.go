@@ -19,7 +19,7 @@ func (s scopeNode) Execute(e *Engine, t *NodeToken) error {
 	if err != nil {
 		return err
 	}
-	t.SetNote("scope", set.Name)
+	e.SetNote(t, "scope", set.Name)
 	_, err = e.CreateToken(t.Process, t.Process.Graph.Node(s.inner), append(t.Sets, Membership{Set: set}), t.Env, map[string]string{"in": t.Node.Name})
 	return err
 }

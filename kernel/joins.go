@@ -350,7 +350,9 @@ func (e *Engine) evalRequire(req *joinlang.Require, a *ArcToken) contribution {
 				}
 			}
 		}
-		if set == nil {
+		// The set contributes only once it has arrived whole: until then
+		// none of its arc tokens may join or merge.
+		if set == nil || !setArrived(p, set, node) {
 			return contribution{}
 		}
 		var tokens []*ArcToken
@@ -359,7 +361,7 @@ func (e *Engine) evalRequire(req *joinlang.Require, a *ArcToken) contribution {
 				tokens = append(tokens, t)
 			}
 		}
-		return contribution{setArrived(p, set, node), tokens}
+		return contribution{true, tokens}
 	}
 	return contribution{}
 }

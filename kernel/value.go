@@ -3,9 +3,11 @@ package kernel
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -323,9 +325,16 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// numberValue reads a JSON number: an integer when it has no fraction or
+// exponent, else a float. An integer that does not fit in 64 bits is an
+// error rather than a float that would lose its digits.
 func numberValue(s string) (Value, error) {
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
 		return Int(i), nil
+	}
+	if errors.Is(err, strconv.ErrRange) && !strings.ContainsAny(s, ".eE") {
+		return Value{}, fmt.Errorf("integer %s does not fit in 64 bits (from %d to %d); send it as a string", s, int64(math.MinInt64), int64(math.MaxInt64))
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {

@@ -124,3 +124,28 @@ func TestEnvCopyOnWrite(t *testing.T) {
 		t.Fatal("a full-env write reached the process env")
 	}
 }
+
+// TestIntegersBeyondInt64AreRefused: a JSON integer that does not fit in 64
+// bits is an error, not a float that silently loses digits.
+func TestIntegersBeyondInt64AreRefused(t *testing.T) {
+	for _, s := range []string{"1180591620717411303425", "-9223372036854775809", "9223372036854775808"} {
+		var v Value
+		if err := json.Unmarshal([]byte(s), &v); err == nil {
+			t.Errorf("%s read as %v (%s), want an error", s, v, v.Kind())
+		}
+		if v, err := ValueOf(json.Number(s)); err == nil {
+			t.Errorf("ValueOf(json.Number(%s)) = %v, want an error", s, v)
+		}
+	}
+	for s, want := range map[string]Value{
+		"9223372036854775807":      Int(9223372036854775807),
+		"-9223372036854775808":     Int(-9223372036854775808),
+		"1e21":                     Float(1e21),
+		"1180591620717411303425.0": Float(1180591620717411303425.0),
+	} {
+		var v Value
+		if err := json.Unmarshal([]byte(s), &v); err != nil || v != want {
+			t.Errorf("%s read as %v, %v; want %v", s, v, err, want)
+		}
+	}
+}

@@ -124,7 +124,7 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/processes/{id}", auth.RoleViewer, s.getProcess)
 	s.handle("POST", "/api/v1/processes/{id}/cancel", auth.RoleOperator, s.cancelProcess)
 	s.handle("GET", "/api/v1/processes/{id}/tokens", auth.RoleViewer, s.getTokens)
-	s.handle("GET", "/api/v1/processes/{id}/events", auth.RoleViewer, s.getEvents)
+	s.handleStream("GET", "/api/v1/processes/{id}/events", auth.RoleViewer, s.getEvents)
 	s.handle("GET", "/api/v1/processes/{id}/env", auth.RoleViewer, s.getProcessEnv)
 	s.handle("PATCH", "/api/v1/processes/{id}/env", auth.RoleOperator, s.patchProcessEnv)
 
@@ -172,6 +172,15 @@ func (s *Server) handle(method, path string, role auth.Role, h http.HandlerFunc)
 	pattern := method + " " + path
 	s.routes = append(s.routes, Route{Method: method, Pattern: path, Role: role})
 	s.api.Handle(pattern, s.instrument(pattern, s.guard(role, h)))
+}
+
+// handleStream is handle for a route that also answers a server-sent event
+// stream: a request for the stream may carry its access token as
+// ?access_token=, since a browser's EventSource cannot send headers.
+func (s *Server) handleStream(method, path string, role auth.Role, h http.HandlerFunc) {
+	pattern := method + " " + path
+	s.routes = append(s.routes, Route{Method: method, Pattern: path, Role: role})
+	s.api.Handle(pattern, s.instrument(pattern, s.guardStream(role, h, true)))
 }
 
 // serveAPI dispatches /api/ requests; unknown paths and methods answer
@@ -241,6 +250,12 @@ func (s *Server) open() bool {
 // stops requests made by other web sites on behalf of a browser (cross-site
 // writes and, on an open server, DNS rebinding).
 func (s *Server) guard(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
+	return s.guardStream(need, h, false)
+}
+
+// guardStream is guard; with queryToken, a request for an event stream
+// (Accept: text/event-stream) may give its token as ?access_token=.
+func (s *Server) guardStream(need auth.Role, h http.HandlerFunc, queryToken bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if need == auth.RoleNone {
 			h(w, r)
@@ -256,9 +271,9 @@ func (s *Server) guard(need auth.Role, h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		secret := bearer(r)
-		if secret == "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/events") {
-			// EventSource cannot send headers; the stream accepts the token
-			// as a query parameter.
+		if secret == "" && queryToken && r.Method == http.MethodGet && wantsStream(r) {
+			// EventSource cannot send headers; the stream (and only the
+			// stream) accepts the token as a query parameter.
 			secret = r.URL.Query().Get("access_token")
 		}
 		if secret == "" {

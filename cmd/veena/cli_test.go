@@ -66,6 +66,27 @@ func TestEnvValue(t *testing.T) {
 	}
 }
 
+// TestEnvValueKeepsDigits: a number that the API cannot hold exactly (an
+// integer beyond 64 bits, a decimal with more digits than a float keeps)
+// is sent as a string, with every digit.
+func TestEnvValueKeepsDigits(t *testing.T) {
+	for in, want := range map[string]string{
+		"1180591620717411303425": `"1180591620717411303425"`,
+		"-9223372036854775809":   `"-9223372036854775809"`,
+		"9223372036854775807":    `9223372036854775807`,
+		"3.14159265358979323846": `"3.14159265358979323846"`,
+		"0.1":                    `0.1`,
+		"1.50":                   `1.50`,
+		"1e400":                  `"1e400"`,
+		"12345678901234567890.5": `"12345678901234567890.5"`,
+		"2.5e-3":                 `2.5e-3`,
+	} {
+		if got := string(envValue(in)); got != want {
+			t.Errorf("envValue(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
 func TestDescribeErrors(t *testing.T) {
 	ae := &apiError{Status: 422, Code: "definition_invalid", Title: "The definition is invalid", file: "order.wf.xml"}
 	ae.Errors = append(ae.Errors, lineProblem{3, 5, `arc to unknown node "x"`})

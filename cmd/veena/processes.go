@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"net/url"
 	"sort"
 	"strconv"
@@ -17,7 +18,9 @@ import (
 
 // parseEnv reads --env NAME=VALUE flags. A value that is a JSON scalar
 // (42, 1.5, true, "text", null) or a date object ({"date": "…"}) keeps its
-// type; anything else is a string.
+// type; anything else is a string, and so is a number that an attribute
+// cannot hold exactly (an integer beyond 64 bits, a decimal with more
+// digits than a float keeps), so that no digit is lost.
 func parseEnv(pairs []string) (map[string]json.RawMessage, error) {
 	if len(pairs) == 0 {
 		return nil, nil
@@ -38,12 +41,32 @@ func parseEnv(pairs []string) (map[string]json.RawMessage, error) {
 func envValue(v string) json.RawMessage {
 	t := strings.TrimSpace(v)
 	if t != "" && t[0] != '[' && json.Valid([]byte(t)) {
-		if t[0] != '{' || strings.Contains(t, `"date"`) {
+		switch {
+		case t[0] == '{' && !strings.Contains(t, `"date"`):
+		case (t[0] == '-' || t[0] >= '0' && t[0] <= '9') && !exactNumber(t):
+		default:
 			return json.RawMessage(t)
 		}
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// exactNumber reports whether a JSON number survives as an attribute: an
+// integer within 64 bits, or a decimal that a float64 holds with all its
+// digits.
+func exactNumber(t string) bool {
+	if !strings.ContainsAny(t, ".eE") {
+		_, err := strconv.ParseInt(t, 10, 64)
+		return err == nil
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return false
+	}
+	want, ok := new(big.Rat).SetString(t)
+	have, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return ok && ok2 && want.Cmp(have) == 0
 }
 
 func newProcessesCmd() *cobra.Command {
