@@ -39,6 +39,9 @@ const (
 	opTokenEnv   opKind = "token_env"
 	opEvent      opKind = "event"
 	opTimer      opKind = "timer"
+	// opIndex rewrites the rows of a tree unchanged but for what the store
+	// indexes (where each process waits), for rows an older Veena wrote.
+	opIndex opKind = "index"
 )
 
 type opTokenSet struct {
@@ -124,6 +127,12 @@ func (o *op) bind(res *outcome) commandFunc {
 			return p, nil
 		case opEvent:
 			return p, o.event(ke, p)
+		case opIndex:
+			if len(t.unindexed) == 0 {
+				return nil, errNoChange
+			}
+			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
+			return p, nil
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange

@@ -81,6 +81,7 @@ func (e *Engine) process(p *kernel.Process, t *tree) *Process {
 			out.Context = c
 		}
 	}
+	setWaits(out, p)
 	return out
 }
 
@@ -99,6 +100,7 @@ func processRow(r *store.Process) (*Process, error) {
 		id := nodeTokenID(r.Parent, r.ParentToken)
 		out.ParentToken = &id
 	}
+	setRowWaits(out, r)
 	return out, nil
 }
 
