@@ -29,7 +29,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 			return nil, invalid("a context key must not be empty")
 		}
 	}
-	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.Start(g, env)
 		if err != nil {
 			return nil, err
