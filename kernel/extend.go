@@ -16,13 +16,34 @@ import (
 // history like any other step.
 
 // CompleteHandler is implemented by node types that decide themselves how
-// their token completes: Engine.Complete (a command completing a waiting
-// token, or a nested process ending) calls HandleComplete instead of
-// completing the token on the named arcs. names are the arc names asked
-// for ("" the default arcs). The handler completes the token with
+// their token completes: Engine.Complete and CompleteWith (a command
+// completing a waiting token, or a nested process ending) call
+// HandleComplete instead of completing the token on the named arcs. names
+// are the arc names asked for ("" the default arcs); vars, if not nil, the
+// variables the completion brings (a task's data, a message's payload),
+// which the handler places itself. The handler completes the token with
 // CompleteDirect, or leaves it active.
 type CompleteHandler interface {
-	HandleComplete(e *Engine, t *NodeToken, names []string) error
+	HandleComplete(e *Engine, t *NodeToken, names []string, vars *Env) error
+}
+
+// CompleteWith completes a token bringing variables: a node type with a
+// CompleteHandler receives them; for any other, they are merged into the
+// token's own environment first, as Complete's callers do.
+func (e *Engine) CompleteWith(t *NodeToken, vars *Env, names ...string) error {
+	if names == nil {
+		names = defaultArcs
+	}
+	return e.run(t.Process, func() {
+		e.checkCompletable(t)
+		if e.runtime(t.Node).completer == nil && !vars.IsEmpty() {
+			for _, n := range vars.Names() {
+				v, _ := vars.Get(n)
+				t.SetAttr(n, v)
+			}
+		}
+		e.completeVia(t, names, vars)
+	})
 }
 
 // Settler is called with each executing process of a command whenever the
@@ -51,6 +72,11 @@ func (e *Engine) settle(p *Process) bool {
 	return p.State == Executing && p.queued() > 0
 }
 
+// Run runs fn as a command on p's tree, or as part of the running one:
+// a failure (Fail) inside it unwinds to here, and the whole command is
+// undone.
+func (e *Engine) Run(p *Process, fn func()) error { return e.run(p, fn) }
+
 // CompleteDirect completes a node token on the named arcs ("" the
 // default arcs; no names at all, the default arcs; an empty list, no arc)
 // without consulting its node type's CompleteHandler, and runs the process
@@ -67,10 +93,19 @@ func (e *Engine) CompleteDirect(t *NodeToken, names ...string) error {
 
 // completeVia completes t through its node type's CompleteHandler, if it
 // has one.
-func (e *Engine) completeVia(t *NodeToken, names []string) {
+func (e *Engine) completeVia(t *NodeToken, names []string, vars *Env) {
 	if h := e.runtime(t.Node).completer; h != nil {
-		if err := h.HandleComplete(e, t, names); err != nil {
+		// The handler's steps queue their arc tokens; they run (and the
+		// settlers with them) once it is done.
+		p := t.Process
+		was := p.inLoop
+		p.inLoop = true
+		if err := h.HandleComplete(e, t, names, vars); err != nil {
 			e.Fail(failed(err, "node %s", t.Node.QualifiedName()))
+		}
+		p.inLoop = was
+		if p.State == Executing && !p.inLoop {
+			e.executeQueuedArcTokens(p)
 		}
 		return
 	}
@@ -183,6 +218,23 @@ func (e *Engine) DiscardArcToken(a *ArcToken) error {
 		a.Process.Dirty = true
 		e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
 	})
+}
+
+// StartNested starts a process of g nested under token t (as a nested node
+// does: t completes, through its node type, when the child completes) with
+// env as its environment.
+func (e *Engine) StartNested(t *NodeToken, g *graph.Graph, env *Env) (child *Process, err error) {
+	if err := e.k.Prepare(g); err != nil {
+		return nil, err
+	}
+	err = e.run(t.Process, func() {
+		if len(g.StartNodes()) == 0 {
+			e.Fail(refuse(ErrNoStartNodes, "definition %s has no start nodes", g))
+		}
+		child = e.newProcess(g, env, t.Process, t)
+		e.startProcess(child)
+	})
+	return child, err
 }
 
 // StartAt creates a process of g with a copy of env and starts it with one

@@ -52,7 +52,7 @@ func scopeSettler(e *Engine, p *Process) error {
 type gateNode struct{}
 
 func (gateNode) Execute(*Engine, *NodeToken) error { return nil }
-func (gateNode) HandleComplete(e *Engine, t *NodeToken, names []string) error {
+func (gateNode) HandleComplete(e *Engine, t *NodeToken, names []string, _ *Env) error {
 	if len(names) != 1 || names[0] != "ok" {
 		return errors.New("gate opens on ok only")
 	}

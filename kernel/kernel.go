@@ -592,7 +592,7 @@ func (e *Engine) Complete(t *NodeToken, names ...string) error {
 	}
 	return e.run(t.Process, func() {
 		e.checkCompletable(t)
-		e.completeVia(t, names)
+		e.completeVia(t, names, nil)
 	})
 }
 
@@ -940,7 +940,7 @@ func (e *Engine) finalizeComplete(p *Process) {
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
 	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
-		e.completeVia(t, defaultArcs)
+		e.completeVia(t, defaultArcs, nil)
 	}
 }
 

@@ -334,7 +334,8 @@ func (p *parser) flowElements(container *elem, scope *Element) {
 		case "laneSet", "dataObject", "dataObjectReference", "dataStoreReference", "textAnnotation", "association",
 			"group", "ioSpecification", "property", "documentation", "extensionElements", "incoming", "outgoing",
 			"auditing", "monitoring", "resourceRole", "performer", "potentialOwner", "humanPerformer",
-			"correlationSubscription", "supportedInterfaceRef", "category":
+			"correlationSubscription", "supportedInterfaceRef", "category",
+			"multiInstanceLoopCharacteristics", "standardLoopCharacteristics":
 			// Descriptive content, lanes and data artefacts: kept in the
 			// source for drawing, not executed.
 		default:
