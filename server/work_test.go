@@ -108,7 +108,7 @@ func TestWorkEndpoints(t *testing.T) {
 				t.Fatalf("saved and released %+v", got)
 			}
 			e.want(e.post(taskPath+"/release", `{"user":"bob"}`), 200, "") // free: no change
-			e.want(e.do(req{method: "PATCH", path: taskPath, body: `{"user":"bob","data":{"n":[1]}}`}), 400, "invalid_argument")
+			e.want(e.do(req{method: "PATCH", path: taskPath, body: `{"user":"bob","data":{"n":123456789012345678901234567890}}`}), 400, "invalid_argument")
 			e.want(e.do(req{method: "PATCH", path: taskPath, body: `{"user":"bob","data":{"n":2}}`}), 200, "") // claims it
 			if got := e.taskOf(p.ID); got.State != "claimed" || *got.ClaimedBy != "bob" || got.Data["n"].IntValue() != 2 {
 				t.Fatalf("saved by bob: %+v", got)
