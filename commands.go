@@ -21,11 +21,13 @@ type op struct {
 
 	// Arcs are the arc names a completion takes ("" the default arcs); nil
 	// means the default arcs, an empty list no arc (so null and [] differ).
-	Arcs     []string          `json:"arcs"`
-	Env      map[string]*Value `json:"env,omitempty"`      // attributes to merge (nil removes one)
-	TokenSet *opTokenSet       `json:"tokenSet,omitempty"` // complete with a new token set
-	Match    map[string]string `json:"match,omitempty"`    // event: the context it matched
-	Node     string            `json:"node,omitempty"`     // event: the node whose token it completes
+	Arcs     []string           `json:"arcs"`
+	Env      map[string]*Value  `json:"env,omitempty"`      // attributes to merge (nil removes one)
+	TokenSet *opTokenSet        `json:"tokenSet,omitempty"` // complete with a new token set
+	Match    map[string]string  `json:"match,omitempty"`    // event: the context it matched
+	Node     string             `json:"node,omitempty"`     // event: the node whose token it completes
+	Work     *kernel.WorkResult `json:"work,omitempty"`     // work: the outcome of a token's work
+	Message  *kernel.Message    `json:"message,omitempty"`  // message: a named event for the process
 }
 
 // opKind names what an op does.
@@ -39,6 +41,8 @@ const (
 	opTokenEnv   opKind = "token_env"
 	opEvent      opKind = "event"
 	opTimer      opKind = "timer"
+	opWork       opKind = "work"
+	opMessage    opKind = "message"
 )
 
 type opTokenSet struct {
@@ -57,6 +61,9 @@ type outcome struct {
 	Env     map[string]Value `json:"env,omitempty"`
 	None    bool             `json:"none,omitempty"`
 	Error   *outcomeError    `json:"error,omitempty"`
+	// Run is a token's work with a runner that a timer found due: the
+	// caller runs it (fireTimer).
+	Run *kernel.Work `json:"run,omitempty"`
 }
 
 type outcomeError struct {
@@ -68,6 +75,10 @@ type outcomeError struct {
 func failure(err error) *outcome {
 	if errors.Is(err, errNoChange) {
 		return &outcome{None: true}
+	}
+	var due *workDue
+	if errors.As(err, &due) {
+		return &outcome{None: true, Run: &due.work}
 	}
 	return &outcome{Error: &outcomeError{Code: Code(err), Message: err.Error()}}
 }
@@ -129,10 +140,33 @@ func (o *op) bind(res *outcome) commandFunc {
 				return nil, errNoChange
 			}
 			tok := p.NodeTokens[o.Token]
-			if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) {
+			if p.State != kernel.Executing || !tok.Active() {
+				return nil, errNoChange
+			}
+			if tok.GuardAction != kernel.Delay {
+				w := ke.Kernel().WorkOf(tok)
+				if w == nil || w.Due.After(ke.Now()) {
+					return nil, errNoChange
+				}
+				if w.Runner != "" {
+					return nil, &workDue{work: *w}
+				}
+				return p, ke.WorkDone(tok, kernel.WorkResult{Key: w.Key})
+			}
+			if tok.DelayUntil.After(ke.Now()) {
 				return nil, errNoChange
 			}
 			return p, ke.ReevaluateDelayedToken(tok)
+		case opWork:
+			if o.Token < 0 || o.Token >= len(p.NodeTokens) || o.Work == nil {
+				return nil, notFound("node token %q", nodeTokenID(p.ID, o.Token))
+			}
+			return p, ke.WorkDone(p.NodeTokens[o.Token], *o.Work)
+		case opMessage:
+			if o.Message == nil {
+				return nil, invalid("a message command without a message")
+			}
+			return p, ke.Receive(p, o.Message)
 		}
 		if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 			return nil, notFound("node token %q", nodeTokenID(p.ID, o.Token))

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +84,10 @@ type Engine struct {
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
 
+	runMuR  sync.Mutex
+	runners map[string]Runner
+	pool    workPool
+
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
 	runMu   sync.Mutex
@@ -149,6 +155,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 // Close stops background work and closes the store.
 func (e *Engine) Close() error {
 	e.Stop()
+	e.pool.close()
 	var err error
 	e.closeMu.Do(func() { err = e.store.Close() })
 	return err
@@ -255,9 +262,17 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// fireTimer runs a due delayed token's guard again, as a command.
+// fireTimer runs a due delayed token's guard again, or wakes a token
+// whose work is due, as a command; work with a runner is run here first
+// (see runWork).
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
+	if err == nil && out.Run != nil {
+		if e.runner(out.Run.Runner) == nil {
+			return nil // another engine may have the runner
+		}
+		return e.runWork(ctx, workRun{process: t.Process, token: t.Token, work: *out.Run})
+	}
 	// A timer whose process is gone has nothing left to do; any other
 	// refusal is worth a warning.
 	if err == nil && out.Error != nil && out.Error.Code != ErrNotFound.Code {
@@ -274,21 +289,31 @@ var errNoChange = errors.New("nothing to do")
 type tree struct {
 	root    *kernel.Process
 	version int64
-	context map[string]map[string]string // process id -> context
 	before  map[string]processFacts
 }
 
 type processFacts struct {
-	state  kernel.State
-	timers int
+	state   kernel.State
+	timers  int
+	context map[string]string // a copy, to see changes
+	works   map[int]string    // node token -> key of the work it waits for
 }
 
-func factsOf(p *kernel.Process) processFacts {
+func (e *Engine) factsOf(p *kernel.Process) processFacts {
 	f := processFacts{state: p.State}
+	if len(p.Context) > 0 {
+		f.context = maps.Clone(p.Context)
+	}
 	if p.State == kernel.Executing {
 		for _, t := range p.NodeTokens {
 			if isDelayed(t) {
 				f.timers++
+			} else if w := e.k.WorkOf(t); w != nil {
+				f.timers++
+				if f.works == nil {
+					f.works = map[int]string{}
+				}
+				f.works[t.ID] = w.Key
 			}
 		}
 	}
@@ -301,13 +326,13 @@ func isDelayed(t *kernel.NodeToken) bool {
 
 // remember notes the facts of every process of the tree, as the next
 // command will find them.
-func (t *tree) remember() {
+func (e *Engine) remember(t *tree) {
 	if t.before == nil {
 		t.before = map[string]processFacts{}
 	} else {
 		clear(t.before)
 	}
-	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = factsOf(p) })
+	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = e.factsOf(p) })
 }
 
 // graphOf finds a definition version, reloading definitions once if this
@@ -342,16 +367,13 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 	if err != nil {
 		return nil, err
 	}
-	t := &tree{root: root, version: version, context: map[string]map[string]string{}}
+	t := &tree{root: root, version: version}
 	for _, r := range rows {
-		if len(r.Context) > 0 {
-			t.context[r.ID] = r.Context
-		}
 		if r.ID != r.Root {
 			e.roots.put(r.ID, r.Root)
 		}
 	}
-	t.remember()
+	e.remember(t)
 	return t, nil
 }
 
@@ -379,7 +401,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
-		early = e.run(&tree{context: map[string]map[string]string{}}, fn)
+		early = e.run(&tree{}, fn)
 	}
 	var done *plan
 	var prev *outcome
@@ -443,6 +465,10 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		if errors.Is(err, errNoChange) {
 			return &outcome{None: true}, nil
 		}
+		var due *workDue
+		if errors.As(err, &due) {
+			return &outcome{None: true, Run: &due.work}, nil
+		}
 		if errors.Is(err, store.ErrBusy) {
 			return nil, err
 		}
@@ -460,6 +486,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 // it any more, and the trees of finished processes would crowd out those
 // still running (and cost the garbage collector their scanning).
 func (e *Engine) committed(p *plan) {
+	if len(p.runs) > 0 {
+		e.dispatch(p.runs)
+	}
 	if p.tree != nil {
 		if s := p.tree.root.State; s != kernel.Completed && s != kernel.Canceled {
 			e.cache.put(p.tree.root.ID, p.tree)
@@ -480,10 +509,20 @@ type plan struct {
 	// process's first (those go with its row, see store.Process).
 	appended []store.EventRecord
 	timers   []timerWrite
-	ctxPut   []string // processes whose context starts to count
-	ctxDrop  []string // processes whose context stops counting
+	ctxPut   []*kernel.Process // processes whose context starts to count or changed
+	ctxDrop  []string          // processes whose context stops counting
 	unique   []string
 	bump     bool // the root row is not rewritten: set its version
+	// runs are the works with a runner that this command created and that
+	// the engine runs once it has committed (kernel.Work.RunNow).
+	runs []workRun
+}
+
+// workRun is a piece of outside work to run after commit.
+type workRun struct {
+	process string
+	token   int
+	work    kernel.Work
 }
 
 type timerWrite struct {
@@ -506,7 +545,7 @@ func (e *Engine) run(t *tree, fn commandFunc) (p *plan) {
 		p.err = err
 		return p
 	}
-	if err := p.prepare(); err != nil {
+	if err := p.prepare(e); err != nil {
 		p.err = err
 		return p
 	}
@@ -516,7 +555,7 @@ func (e *Engine) run(t *tree, fn commandFunc) (p *plan) {
 
 // prepare encodes the processes the command changed, their new events,
 // timers and context changes, and moves the tree to its next version.
-func (p *plan) prepare() error {
+func (p *plan) prepare(e *Engine) error {
 	t := p.tree
 	t.version++
 	var err error
@@ -527,7 +566,7 @@ func (p *plan) prepare() error {
 			return
 		}
 		var rec *store.Process
-		if rec, err = snapshot.Record(q, t.context[q.ID]); err != nil {
+		if rec, err = snapshot.Record(q); err != nil {
 			return
 		}
 		if q.Parent == nil {
@@ -548,25 +587,32 @@ func (p *plan) prepare() error {
 				p.appended = append(p.appended, r)
 			}
 		}
-		now := factsOf(q)
-		if now.timers > 0 || before.timers > 0 {
+		facts := e.factsOf(q)
+		if facts.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
 			if q.State == kernel.Executing {
 				for _, tok := range q.NodeTokens {
 					if isDelayed(tok) {
 						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil})
+					} else if work := e.k.WorkOf(tok); work != nil {
+						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: work.Due})
+						if work.RunNow && work.Runner != "" && before.works[tok.ID] != work.Key {
+							p.runs = append(p.runs, workRun{process: q.ID, token: tok.ID, work: *work})
+						}
 					}
 				}
 			}
 			p.timers = append(p.timers, w)
 		}
-		if len(t.context[q.ID]) > 0 {
-			switch {
-			case q.State == kernel.Executing && (!known || before.state != kernel.Executing):
-				p.ctxPut = append(p.ctxPut, q.ID)
-			case q.State != kernel.Executing && known && before.state == kernel.Executing:
-				p.ctxDrop = append(p.ctxDrop, q.ID)
-			}
+		executing := q.State == kernel.Executing
+		wasExecuting := known && before.state == kernel.Executing
+		switch {
+		case executing && len(q.Context) > 0 && (!wasExecuting || !maps.Equal(before.context, q.Context)):
+			p.ctxPut = append(p.ctxPut, q)
+		case executing && len(q.Context) == 0 && wasExecuting && len(before.context) > 0:
+			p.ctxDrop = append(p.ctxDrop, q.ID)
+		case !executing && wasExecuting && len(before.context) > 0:
+			p.ctxDrop = append(p.ctxDrop, q.ID)
 		}
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
@@ -577,7 +623,7 @@ func (p *plan) prepare() error {
 		return err
 	}
 	p.bump = !rootSeen
-	t.remember()
+	e.remember(t)
 	return nil
 }
 
@@ -603,8 +649,8 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	for _, id := range p.ctxPut {
-		if err := tx.PutContext(ctx, id, p.tree.context[id], p.unique); err != nil {
+	for _, q := range p.ctxPut {
+		if err := tx.PutContext(ctx, q.ID, q.Context, uniqueKeys(p.unique, q.Context)); err != nil {
 			return err
 		}
 	}
@@ -614,6 +660,27 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 		}
 	}
 	return nil
+}
+
+// UniqueContextPrefix begins the context keys whose value may be held by
+// one executing process only, whatever Options.UniqueContextKeys says:
+// keys a format derives to identify its instances (a schema's routing
+// key "@schema:<name>").
+const UniqueContextPrefix = "@"
+
+// uniqueKeys adds to the configured unique keys those of c that begin
+// with UniqueContextPrefix.
+func uniqueKeys(configured []string, c map[string]string) []string {
+	out := configured
+	for k := range c {
+		if strings.HasPrefix(k, UniqueContextPrefix) {
+			if len(out) == len(configured) {
+				out = append([]string(nil), configured...)
+			}
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // rootOf returns the root of the tree a process belongs to: the process

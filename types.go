@@ -19,6 +19,12 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
+	// Related names the other definitions loaded from the same file (a
+	// schema's children).
+	Related []string `json:"related,omitempty"`
+	// Detail is what the definition's format says of it beyond nodes and
+	// arcs (a schema's context keys, trigger, initial almanac).
+	Detail any `json:"detail,omitempty"`
 }
 
 // Node is a node of a definition. External is the instance it was imported
@@ -31,6 +37,12 @@ type Node struct {
 	Join      string `json:"join"`
 	JoinParam string `json:"joinParam"`
 	Guard     string `json:"guard"`
+	// Label is the display name, Kind the node's kind in its format's
+	// words (a schema's "event"); Detail what the format says of the node
+	// (a schema node's actions, waits and connections).
+	Label  string `json:"label,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	Detail any    `json:"detail,omitempty"`
 }
 
 // Arc is an arc of a definition; Name is nil for the default arc.
@@ -44,15 +56,18 @@ type Arc struct {
 
 // Process is a process as the API shows it. Env holds persistent attributes only.
 type Process struct {
-	ID          string            `json:"id"`
-	Definition  string            `json:"definition"`
-	Version     int               `json:"version"`
-	State       string            `json:"state"`
-	Env         map[string]Value  `json:"env"`
-	ParentToken *string           `json:"parentToken"`
-	Context     map[string]string `json:"context,omitempty"`
-	CreatedAt   time.Time         `json:"createdAt"`
-	UpdatedAt   time.Time         `json:"updatedAt"`
+	ID          string           `json:"id"`
+	Definition  string           `json:"definition"`
+	Version     int              `json:"version"`
+	State       string           `json:"state"`
+	Env         map[string]Value `json:"env"`
+	ParentToken *string          `json:"parentToken"`
+	// Parent is the process that started this one as a detached child
+	// (a schema's child instance); "" otherwise.
+	Parent    string            `json:"parent,omitempty"`
+	Context   map[string]string `json:"context,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	UpdatedAt time.Time         `json:"updatedAt"`
 }
 
 // TokenSetRef is a token's membership in a token set.
@@ -120,6 +135,9 @@ type StartRequest struct {
 	// IdempotencyKey, if set, makes a retry of the same start return the
 	// first result (for Options.IdempotencyTTL).
 	IdempotencyKey string
+	// Setup, if set, prepares the new process before its start nodes run:
+	// a format's initial state (see kernel.Engine.StartWith).
+	Setup func(p *kernel.Process) error
 }
 
 // CompleteRequest completes a node token. Arcs nil means the default arcs;

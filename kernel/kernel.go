@@ -30,6 +30,7 @@ type Kernel struct {
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
 	named       map[string]Listener
+	receivers   map[string]Receiver
 	prepMu      sync.Mutex
 
 	// Definitions returns the latest version of a definition; nested nodes
@@ -219,6 +220,8 @@ type Engine struct {
 	depth int
 
 	backtracking bool // undoing tokens: completions are not dead ends
+
+	values map[any]any // node types' scratch space for the command
 }
 
 // Engine returns an engine for commands at time now.
@@ -882,7 +885,9 @@ func (e *Engine) Cancel(p *Process) error {
 
 func (e *Engine) cancel(p *Process) {
 	for _, c := range p.Nested {
-		if c.ParentToken != nil && c.ParentToken.active && (c.State == Created || c.State == Executing) {
+		// A detached nested process (no parent token, see StartChild) is
+		// cancelled with its parent, as is one whose parent token waits.
+		if (c.ParentToken == nil || c.ParentToken.active) && (c.State == Created || c.State == Executing) {
 			e.cancel(c)
 		}
 	}
