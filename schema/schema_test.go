@@ -41,11 +41,11 @@ func (c *clock) Add(d time.Duration) {
 // and order statuses come from a table the test sets.
 type bot struct {
 	mu       sync.Mutex
-	said     map[string][]string   // userId -> messages
-	statuses map[string][]string   // orderNo -> statuses of successive look-ups
-	lookups  map[string]int        // orderNo -> look-ups so far
-	fail     map[string]int        // orderNo -> look-ups that fail before one succeeds
-	calls    map[string]int        // call key -> times run
+	said     map[string][]string // userId -> messages
+	statuses map[string][]string // orderNo -> statuses of successive look-ups
+	lookups  map[string]int      // orderNo -> look-ups so far
+	fail     map[string]int      // orderNo -> look-ups that fail before one succeeds
+	calls    map[string]int      // call key -> times run
 }
 
 func newBot() *bot {

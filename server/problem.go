@@ -58,6 +58,10 @@ var statusOf = map[string]int{
 	"definition_invalid":     http.StatusUnprocessableEntity,
 	"execution_failed":       http.StatusUnprocessableEntity,
 	CodeUnavailable:          http.StatusServiceUnavailable,
+	CodeNotConfigured:        http.StatusNotImplemented,
+	"not_a_schema_instance":  http.StatusConflict,
+	"event_queue_full":       http.StatusConflict,
+	"stale_work":             http.StatusConflict,
 	"schema_mismatch":        http.StatusServiceUnavailable,
 	CodeInternal:             http.StatusInternalServerError,
 }
