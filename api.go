@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"time"
 
 	"github.com/veena-wf/veena/internal/snapshot"
 	"github.com/veena-wf/veena/kernel"
@@ -440,4 +441,14 @@ func (e *Engine) Inspect(ctx context.Context, id string, fn func(p *kernel.Proce
 		return notFound("process %s", id)
 	}
 	return fn(p)
+}
+
+// NextTimer returns the earliest due time of any durable timer (delayed
+// tokens and tokens' work), zero if there is none.
+func (e *Engine) NextTimer(ctx context.Context) (time.Time, error) {
+	t, err := e.store.NextTimer(ctx)
+	if err != nil {
+		return time.Time{}, storeError("read timers", err)
+	}
+	return t, nil
 }
