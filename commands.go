@@ -43,6 +43,9 @@ const (
 	opTimer      opKind = "timer"
 	opWork       opKind = "work"
 	opMessage    opKind = "message"
+	// opIndex rewrites the rows of a tree unchanged but for what the store
+	// indexes (where each process waits), for rows an older Veena wrote.
+	opIndex opKind = "index"
 )
 
 type opTokenSet struct {
@@ -135,6 +138,12 @@ func (o *op) bind(res *outcome) commandFunc {
 			return p, nil
 		case opEvent:
 			return p, o.event(ke, p)
+		case opIndex:
+			if len(t.unindexed) == 0 {
+				return nil, errNoChange
+			}
+			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
+			return p, nil
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange

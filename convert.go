@@ -89,6 +89,7 @@ func (e *Engine) process(p *kernel.Process, t *tree) *Process {
 	if p.Parent != nil && p.ParentToken == nil {
 		out.Parent = p.Parent.ID
 	}
+	setWaits(out, p)
 	return out
 }
 
@@ -110,6 +111,7 @@ func processRow(r *store.Process) (*Process, error) {
 		id := nodeTokenID(r.Parent, r.ParentToken)
 		out.ParentToken = &id
 	}
+	setRowWaits(out, r)
 	return out, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/internal/snapshot"
 	"github.com/veena-wf/veena/kernel"
@@ -90,6 +91,11 @@ type Engine struct {
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
+	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
+	// the engine's clock gives, so that a creation time range is a range
+	// of IDs.
+	timeOrderedIDs bool
+
 	runMu   sync.Mutex
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -126,6 +132,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if e.clock == nil {
 		e.clock = time.Now
+		e.timeOrderedIDs = timeOrdered(k.NewID)
 	}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -147,6 +154,21 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// timeOrdered reports whether newID makes UUIDv7 IDs stamped with the
+// time they are made.
+func timeOrdered(newID func() string) bool {
+	if newID == nil {
+		return false
+	}
+	id, err := uuid.Parse(newID())
+	if err != nil || id.Version() != 7 {
+		return false
+	}
+	sec, nsec := id.Time().UnixTime()
+	d := time.Since(time.Unix(sec, nsec))
+	return d > -idMargin && d < idMargin
 }
 
 // Kernel returns the kernel the engine runs.
@@ -207,7 +229,8 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		lease = 30 * time.Second
 	}
 	lastSync := time.Now()
-	var lastDrain time.Time
+	var lastDrain, lastIndex time.Time
+	indexed := false
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -239,6 +262,10 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 				wait = max(d, 10*time.Millisecond)
 			}
 		}
+		if !indexed && time.Since(lastIndex) >= 10*time.Second {
+			lastIndex = time.Now()
+			indexed = e.indexOldRows(ctx)
+		}
 		if time.Since(lastDrain) >= inboxGrace/2 {
 			lastDrain = time.Now()
 			e.drainAbandoned(ctx)
@@ -262,23 +289,88 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 	}
 }
 
+// indexOldRows rewrites the rows of executing processes that an older
+// Veena wrote without where they wait (so that listings find them by
+// node), a batch at a time; it reports whether none is left.
+func (e *Engine) indexOldRows(ctx context.Context) bool {
+	rows, err := e.store.Processes(ctx, store.Filter{Unindexed: true, States: []string{kernel.Executing.String()}, Oldest: true, Limit: 200})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("veena: find processes to index", "err", err)
+		}
+		return false
+	}
+	for _, r := range rows {
+		if ctx.Err() != nil {
+			return false
+		}
+		if _, err := e.submit(ctx, &op{Kind: opIndex, Process: r.ID}, ""); err != nil && ctx.Err() == nil {
+			e.log.Warn("veena: index where a process waits", "process", r.ID, "err", err)
+			return false
+		}
+	}
+	return len(rows) == 0
+}
+
 // fireTimer runs a due delayed token's guard again, or wakes a token
-// whose work is due, as a command; work with a runner is run here first
-// (see runWork).
+// whose work is due (work with a runner is run here first, see runWork),
+// as a command. If the
+// command fails (the guard cannot be evaluated, say), the failure is kept
+// on the timer, where the process shows it, and the timer is tried again
+// later, backing off from 30 s to 10 min.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
 	if err == nil && out.Run != nil {
+		// The token's work is due and has a runner: run it here.
 		if e.runner(out.Run.Runner) == nil {
 			return nil // another engine may have the runner
 		}
 		return e.runWork(ctx, workRun{process: t.Process, token: t.Token, work: *out.Run})
 	}
-	// A timer whose process is gone has nothing left to do; any other
-	// refusal is worth a warning.
-	if err == nil && out.Error != nil && out.Error.Code != ErrNotFound.Code {
-		err = out.err()
+	var failed *kernel.Error
+	switch {
+	case err == nil && out.Error != nil:
+		failed = out.err().(*kernel.Error)
+	case err != nil && !errors.As(err, &failed):
+		return err
 	}
-	return err
+	// A timer whose process is gone has nothing left to do; a store that
+	// cannot be reached is no failure of the timer.
+	if failed == nil || failed.Code == ErrNotFound.Code || failed.Code == ErrUnavailable.Code || failed.Code == "schema_mismatch" {
+		return err
+	}
+	prev, err := e.store.TimerFailures(ctx, t.Process, 0)
+	if err != nil {
+		return storeError("read timer failures", err)
+	}
+	attempts := 1
+	for _, f := range prev {
+		if f.Token == t.Token && f.DueAt.Equal(t.DueAt) {
+			attempts = f.Attempts + 1
+		}
+	}
+	now := e.clock()
+	f := store.TimerFailure{Process: t.Process, Token: t.Token, DueAt: t.DueAt, Message: failed.Error(), At: now}
+	if err := e.store.FailTimer(ctx, f, now.Add(timerRetry(attempts))); err != nil {
+		return storeError("record the timer's failure", err)
+	}
+	level := slog.LevelWarn
+	if attempts > 1 {
+		level = slog.LevelDebug // said once: the process shows it
+	}
+	e.log.Log(ctx, level, "veena: a delayed token's guard failed; the process shows it, and it is tried again later",
+		"process", t.Process, "token", nodeTokenID(t.Process, t.Token), "attempts", attempts, "code", failed.Code, "err", failed.Error())
+	return nil
+}
+
+// timerRetry is how long a timer that failed for the n-th time waits
+// before it is tried again: 30 s, doubling up to 10 min.
+func timerRetry(n int) time.Duration {
+	d := 30 * time.Second
+	for i := 1; i < n && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
 }
 
 // errNoChange ends a command that finds nothing to do.
@@ -290,13 +382,17 @@ type tree struct {
 	root    *kernel.Process
 	version int64
 	before  map[string]processFacts
+	// unindexed holds the processes whose rows were written without
+	// their waits (by an older Veena): their wait nodes are written whole.
+	unindexed map[string]bool
 }
 
 type processFacts struct {
-	state   kernel.State
-	timers  int
-	context map[string]string // a copy, to see changes
-	works   map[int]string    // node token -> key of the work it waits for
+	state     kernel.State
+	timers    int
+	context   map[string]string // a copy, to see changes
+	works     map[int]string    // node token -> key of the work it waits for
+	waitNodes []string
 }
 
 func (e *Engine) factsOf(p *kernel.Process) processFacts {
@@ -316,6 +412,7 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 				f.works[t.ID] = w.Key
 			}
 		}
+		f.waitNodes = waitNodesOf(p)
 	}
 	return f
 }
@@ -369,6 +466,12 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 	}
 	t := &tree{root: root, version: version}
 	for _, r := range rows {
+		if r.Waits == nil {
+			if t.unindexed == nil {
+				t.unindexed = map[string]bool{}
+			}
+			t.unindexed[r.ID] = true
+		}
 		if r.ID != r.Root {
 			e.roots.put(r.ID, r.Root)
 		}
@@ -573,9 +676,14 @@ func (p *plan) prepare(e *Engine) error {
 			rec.TreeVersion = t.version
 			rootSeen = true
 		}
+		recordWaits(rec, q)
 		if b, ok := t.before[q.ID]; ok {
 			rec.StoredState = b.state.String()
+			if !t.unindexed[q.ID] {
+				rec.StoredWaitNodes = b.waitNodes
+			}
 		}
+		delete(t.unindexed, q.ID)
 		p.records = append(p.records, rec)
 		before, known := t.before[q.ID]
 		if len(q.Events) > 0 {

@@ -74,6 +74,13 @@ type Graph struct {
 	Arcs      []*Arc      // in document order
 	Externals []*External // the composition instances, in document order
 	Custom    *Element    // the process-definition's <custom> element, or nil
+	// Warnings are things in the source that loaded but that its author
+	// may not have meant (a construct read in a narrower sense than the
+	// file's own tool gives it), with their positions.
+	Warnings []Problem
+	// Runtime is owned by the runtime that executes the graph's format
+	// (for Petri nets, the compiled net), set once when it is prepared.
+	Runtime any
 	// Props are format-specific properties of the whole definition, set by
 	// its importer and read by the node types of that format (nil for
 	// Sarasvati graphs).
@@ -126,6 +133,12 @@ type Arc struct {
 	From, To *Node
 	Name     string
 	Pos      Pos // where the arc is declared
+	// Label is the arc's display text where the format has one besides
+	// its id; "" when it has none.
+	Label string
+	// Props holds the arc's properties in its format's own terms (a
+	// Petri net arc's weight, kind and result codes); nil for Sarasvati arcs.
+	Props any
 }
 
 // External is one instance of another definition composed into a graph.

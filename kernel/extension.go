@@ -65,7 +65,7 @@ func (k *Kernel) RegisterReceiver(format string, r Receiver) {
 // Receive delivers a message to p through its format's receiver, then runs
 // the arc tokens it queued, as one command.
 func (e *Engine) Receive(p *Process, m *Message) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
 		}
@@ -105,7 +105,7 @@ func (e *Engine) StartWith(g *graph.Graph, env *Env, context map[string]string, 
 	if len(g.StartNodes()) == 0 {
 		return nil, refuse(ErrNoStartNodes, "definition %s has no start nodes", g)
 	}
-	err = e.run(func() {
+	err = e.run(nil, func() {
 		p = e.newProcess(g, env, nil, nil)
 		p.Context = context
 		if setup != nil {
@@ -203,7 +203,7 @@ func (k *Kernel) WorkOf(t *NodeToken) *Work {
 // command, and runs the arc tokens that queued. A result for work the
 // token no longer waits for changes nothing (ErrStaleWork).
 func (e *Engine) WorkDone(t *NodeToken, r WorkResult) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		w, ok := e.runtime(t.Node).typ.(Worker)
 		if !ok {
@@ -236,4 +236,12 @@ func (e *Engine) SetValue(key, v any) {
 		e.values = map[any]any{}
 	}
 	e.values[key] = v
+}
+
+// SetContext replaces a process's context (the pairs that route events to
+// it) inside a command, undone with the command if it fails.
+func (e *Engine) SetContext(p *Process, c map[string]string) {
+	e.mutP(p)
+	p.Context = c
+	p.Dirty = true
 }

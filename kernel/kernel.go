@@ -211,13 +211,13 @@ type abort struct{ err error }
 // Engine runs commands at one moment in time. Make one per command with
 // Kernel.Engine; node types and listeners receive it to act on the process.
 //
-// If a command fails, it has already changed the process tree in part: the
-// caller must discard the tree and reload it (decision 15: a failed step
-// keeps nothing).
+// A command that fails leaves the process tree exactly as it was (decision
+// 15: a failed step keeps nothing; see journal.go).
 type Engine struct {
 	k     *Kernel
 	now   time.Time
 	depth int
+	j     journal // the undo journal of the running command
 
 	backtracking bool // undoing tokens: completions are not dead ends
 
@@ -238,9 +238,10 @@ func (e *Engine) Fail(err error) {
 	panic(abort{err})
 }
 
-// run executes fn as a command, or as part of the running one. Failures
-// inside a command unwind to its outermost call.
-func (e *Engine) run(fn func()) (err error) {
+// run executes fn as a command on the tree of p (nil for a new tree), or as
+// part of the running command. Failures inside a command unwind to its
+// outermost call, which undoes everything the command changed.
+func (e *Engine) run(p *Process, fn func()) (err error) {
 	if e.depth > 0 {
 		e.depth++
 		defer func() { e.depth-- }()
@@ -248,9 +249,23 @@ func (e *Engine) run(fn func()) (err error) {
 		return nil
 	}
 	e.depth = 1
+	e.j.begin()
+	var root *Process
+	if p != nil {
+		root = p.Root()
+		root.journal = &e.j
+	}
 	defer func() {
 		e.depth = 0
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
+			e.j.rollback()
+		}
+		if root != nil {
+			root.journal = nil
+		}
+		e.j.end()
+		if r != nil {
 			a, ok := r.(abort)
 			if !ok {
 				panic(r)
@@ -271,11 +286,15 @@ func (e *Engine) Start(g *graph.Graph, env *Env) (p *Process, err error) {
 	if len(g.StartNodes()) == 0 {
 		return nil, refuse(ErrNoStartNodes, "definition %s has no start nodes", g)
 	}
-	err = e.run(func() {
+	err = e.run(nil, func() {
 		p = e.newProcess(g, env, nil, nil)
 		e.startProcess(p)
 	})
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	p.journal = nil
+	return p, nil
 }
 
 func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentToken *NodeToken) *Process {
@@ -289,6 +308,11 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		CreatedAt:   e.now,
 		UpdatedAt:   e.now,
 		Dirty:       true,
+		epoch:       e.j.epoch,
+	}
+	p.Env.adopt(p, e.j.epoch)
+	if parent == nil && e.j.epoch != 0 {
+		p.journal = &e.j // a new tree: its environments find the journal here
 	}
 	gr := e.runtime(g.Nodes[0]).graph
 	p.Events = make([]Event, 0, gr.eventHint())
@@ -297,6 +321,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		p.ArcTokens = make([]*ArcToken, 0, n)
 	}
 	if parent != nil {
+		e.mutP(parent)
 		parent.Nested = append(parent.Nested, p)
 		parent.Dirty = true
 	}
@@ -305,6 +330,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 }
 
 func (e *Engine) startProcess(p *Process) {
+	e.mutP(p)
 	p.State = Executing
 	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	starts := p.Graph.StartNodes()
@@ -327,6 +353,7 @@ func (e *Engine) startProcess(p *Process) {
 // parent node tokens, in order (last wins); its memberships from the
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
+	e.mutP(p)
 	p.Seq++
 	t := p.allocNodeToken()
 	*t = NodeToken{
@@ -337,8 +364,9 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 		Parents:   parents,
 		ExecType:  x,
 		CreatedAt: e.now,
+		epoch:     e.j.epoch,
 	}
-	t.Env = inheritEnv(parents)
+	t.Env = inheritEnv(parents).adopt(p, e.j.epoch)
 	for _, a := range parents {
 		t.Sets = appendMemberships(t.Sets, a, terminating)
 	}
@@ -349,7 +377,7 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 
 // inheritEnv gives a new token the environment of the parent node tokens of
 // its parent arc tokens, imported in order. A single non-empty source is
-// shared copy-on-write.
+// shared copy-on-write (see Env.Share).
 func inheritEnv(parents []*ArcToken) *Env {
 	var src *Env
 	n := 0
@@ -365,7 +393,7 @@ func inheritEnv(parents []*ArcToken) *Env {
 	case 0:
 		return nil
 	case 1:
-		return src.share()
+		return src.Share()
 	}
 	env := NewEnv()
 	for _, a := range parents {
@@ -405,6 +433,8 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 }
 
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
+	e.mutP(p)
+	e.mutN(parent)
 	p.Seq++
 	a := p.allocArcToken()
 	*a = ArcToken{
@@ -416,6 +446,7 @@ func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x Ex
 		Pending:   true,
 		ExecType:  x,
 		CreatedAt: e.now,
+		epoch:     e.j.epoch,
 	}
 	if len(sets) > 0 {
 		a.Sets = append([]Membership(nil), sets...)
@@ -434,6 +465,7 @@ func (e *Engine) executeNode(t *NodeToken) {
 	if err != nil {
 		e.Fail(failed(err, "guard of node %s", t.Node.QualifiedName()))
 	}
+	e.mutN(t)
 	t.GuardAction = res.Action
 	switch res.Action {
 	case Accept:
@@ -470,7 +502,7 @@ func (e *Engine) execute(rt *nodeRuntime, t *NodeToken) {
 // ExecuteNode runs the node of an accepted token whose execution a listener
 // delayed (DelayNodeExecution).
 func (e *Engine) ExecuteNode(t *NodeToken) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if t.GuardAction != Accept {
 			e.Fail(refuse(ErrInvalidArgument, "node token %s was not accepted", t.Label()))
@@ -486,6 +518,8 @@ func (e *Engine) ExecuteNode(t *NodeToken) error {
 // it a completion sequence number.
 func (e *Engine) markComplete(t *NodeToken) {
 	p := t.Process
+	e.mutP(p)
+	e.mutN(t)
 	p.Seq++
 	t.Complete = true
 	t.CompleteSeq = p.Seq
@@ -495,6 +529,8 @@ func (e *Engine) markComplete(t *NodeToken) {
 
 func (e *Engine) addActive(t *NodeToken) {
 	if !t.active {
+		e.mutP(t.Process)
+		e.mutN(t)
 		t.active = true
 		t.Process.activeNodes++
 	}
@@ -502,9 +538,17 @@ func (e *Engine) addActive(t *NodeToken) {
 
 func (e *Engine) removeActive(t *NodeToken) {
 	if t.active {
+		e.mutP(t.Process)
+		e.mutN(t)
 		t.active = false
 		t.Process.activeNodes--
 	}
+}
+
+// enqueue adds an arc token to its process's execution queue.
+func (e *Engine) enqueue(p *Process, a *ArcToken) {
+	e.mutP(p)
+	p.enqueue(a)
 }
 
 func (e *Engine) checkCompletable(t *NodeToken) {
@@ -539,7 +583,7 @@ func (e *Engine) Complete(t *NodeToken, names ...string) error {
 	if names == nil {
 		names = defaultArcs
 	}
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		e.complete(t, names, false)
 	})
@@ -551,7 +595,7 @@ func (e *Engine) CompleteAsync(t *NodeToken, names ...string) error {
 	if names == nil {
 		names = defaultArcs
 	}
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		e.complete(t, names, true)
 	})
@@ -584,6 +628,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 	e.removeActive(t)
 	e.markComplete(t)
 	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
+	e.mutN(t)
 	switch {
 	case t.Children != nil:
 	case exits == 1:
@@ -598,9 +643,10 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		a := e.newArcToken(p, arc, t, Forward, t.Sets)
 		e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 		if async && p.inLoop {
+			e.mutP(p)
 			p.asyncQueue = append(p.asyncQueue, a)
 		} else {
-			p.enqueue(a)
+			e.enqueue(p, a)
 		}
 	}
 	if !async && p.State == Executing && !p.inLoop {
@@ -611,7 +657,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 // ExecuteQueuedArcTokens runs the arc tokens waiting in the process queue
 // (after asynchronous completions), then checks whether the process is done.
 func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
 		}
@@ -620,6 +666,7 @@ func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
 }
 
 func (e *Engine) executeQueuedArcTokens(p *Process) {
+	e.mutP(p)
 	was := p.inLoop
 	p.inLoop = true
 	for p.State == Executing && p.queued() > 0 {
@@ -628,6 +675,7 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 	p.inLoop = was
 	e.checkCompletion(p)
 	if len(p.asyncQueue) > 0 {
+		e.mutP(p)
 		for _, a := range p.asyncQueue {
 			p.enqueue(a)
 		}
@@ -640,6 +688,7 @@ func (e *Engine) executeArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
+	e.mutA(a)
 	a.Pending = false
 	e.fire(p, ArcTokenProcessed, nil, a, nil, 0)
 	e.addActiveArc(a)
@@ -651,7 +700,7 @@ func (e *Engine) executeArc(a *ArcToken) {
 // RetryIncompleteArcToken evaluates the join of an arc token waiting at its
 // end node again; it reports whether the join fired.
 func (e *Engine) RetryIncompleteArcToken(a *ArcToken) (fired bool, err error) {
-	err = e.run(func() {
+	err = e.run(a.Process, func() {
 		if a.Process.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", a.Process.ID, a.Process.State))
 		}
@@ -710,7 +759,7 @@ func (e *Engine) completeOne(a *ArcToken) {
 	t := e.newNodeToken(p, a.Arc.To, nil, Forward, nil)
 	t.parent1[0] = a
 	t.Parents = t.parent1[:1:1]
-	t.Env = inheritEnv(t.Parents)
+	t.Env = inheritEnv(t.Parents).adopt(p, e.j.epoch)
 	t.Sets = appendMemberships(t.Sets, a, nil)
 	e.fire(p, NodeTokenCreated, t, nil, nil, 0)
 	e.completeArc(a, t)
@@ -726,6 +775,7 @@ func (e *Engine) completeArc(a *ArcToken, child *NodeToken) {
 // completeArcInto completes an arc token into child without touching the
 // active lists.
 func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
+	e.mutA(a)
 	a.Pending = false
 	a.Complete = true
 	a.CompletedAt = e.now
@@ -737,6 +787,8 @@ func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
 func (e *Engine) merge(res JoinResult) {
 	target := res.MergeTarget
 	for _, a := range res.ArcTokens {
+		e.mutN(target)
+		e.mutA(a)
 		target.Parents = append(target.Parents, a)
 		e.removeActiveArc(a)
 		if a.Pending {
@@ -758,6 +810,8 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
+	e.mutP(p)
+	e.mutA(a)
 	a.active = true
 	p.activeArcs++
 	if a.Arc.To.Join == graph.JoinOr {
@@ -772,6 +826,7 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 	if w.tail == nil {
 		w.head = a
 	} else {
+		e.mutA(w.tail)
 		w.tail.nextWaiting = a
 	}
 	w.tail = a
@@ -789,6 +844,8 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
+	e.mutP(p)
+	e.mutA(a)
 	a.active = false
 	p.activeArcs--
 	if a.Arc.To.Join == graph.JoinOr {
@@ -803,6 +860,7 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 		if prev == nil {
 			w.head = a.nextWaiting
 		} else {
+			e.mutA(prev)
 			prev.nextWaiting = a.nextWaiting
 		}
 		if w.tail == a {
@@ -845,6 +903,7 @@ func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
 
 func (e *Engine) checkCompletion(p *Process) {
 	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 {
+		e.mutP(p)
 		p.State = PendingCompletion
 		p.Dirty = true
 		if e.fire(p, ProcessPendingComplete, nil, nil, nil, 0)&DelayFinalizeComplete == 0 {
@@ -855,7 +914,7 @@ func (e *Engine) checkCompletion(p *Process) {
 
 // FinalizeComplete completes a process left pending by a listener.
 func (e *Engine) FinalizeComplete(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != PendingCompletion {
 			e.Fail(refuse(ErrInvalidArgument, "process %s is %s, not pending completion", p.ID, p.State))
 		}
@@ -864,6 +923,7 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 }
 
 func (e *Engine) finalizeComplete(p *Process) {
+	e.mutP(p)
 	p.State = Completed
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
@@ -875,7 +935,7 @@ func (e *Engine) finalizeComplete(p *Process) {
 // Cancel cancels a process, first cancelling the nested processes its active
 // node tokens started. The tokens stay as they are.
 func (e *Engine) Cancel(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
 		}
@@ -891,6 +951,7 @@ func (e *Engine) cancel(p *Process) {
 			e.cancel(c)
 		}
 	}
+	e.mutP(p)
 	p.State = PendingCancel
 	p.Dirty = true
 	if e.fire(p, ProcessPendingCancel, nil, nil, nil, 0)&DelayFinalizeCancel == 0 {
@@ -900,7 +961,7 @@ func (e *Engine) cancel(p *Process) {
 
 // FinalizeCancel cancels a process left pending by a listener.
 func (e *Engine) FinalizeCancel(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != PendingCancel {
 			e.Fail(refuse(ErrInvalidArgument, "process %s is %s, not pending cancel", p.ID, p.State))
 		}
@@ -909,6 +970,7 @@ func (e *Engine) FinalizeCancel(p *Process) error {
 }
 
 func (e *Engine) finalizeCancel(p *Process) {
+	e.mutP(p)
 	p.State = Canceled
 	p.Dirty = true
 	e.fire(p, ProcessCanceled, nil, nil, nil, 0)
@@ -917,13 +979,14 @@ func (e *Engine) finalizeCancel(p *Process) {
 // ReevaluateDelayedToken runs the guard of a delayed token again (when its
 // time has come) and acts on the new result.
 func (e *Engine) ReevaluateDelayedToken(t *NodeToken) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if t.GuardAction != Delay {
 			e.Fail(refuse(ErrNotDelayed, "node token %s is not delayed", t.Label()))
 		}
 		e.removeActive(t)
 		p := t.Process
+		e.mutP(p)
 		was := p.inLoop
 		p.inLoop = true
 		e.executeNode(t)
@@ -954,7 +1017,7 @@ func (p *Process) DelayedTokens() []*NodeToken {
 // with set environment env and per-member attributes memberEnv (element i of
 // each list goes to member i). The process then runs on.
 func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, count int, env *Env, memberEnv map[string][]Value) (set *TokenSet, err error) {
-	err = e.run(func() {
+	err = e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if count < 1 {
 			e.Fail(refuse(ErrInvalidArgument, "a token set needs at least one member, not %d", count))
@@ -973,18 +1036,15 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 			for _, m := range t.Sets {
 				level = max(level, m.Set.Level)
 			}
-			set = &TokenSet{ID: len(p.TokenSets), Name: setName, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone()}
-			set.MemberEnvs = make([]*Env, count)
-			for i := range set.MemberEnvs {
-				set.MemberEnvs[i] = NewEnv()
+			set = &TokenSet{ID: len(p.TokenSets), Name: setName, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone().adopt(p, e.j.epoch)}
+			set.members = make([]*Env, count)
+			for i := range set.members {
+				set.members[i] = NewEnv().adopt(p, e.j.epoch)
 			}
 			for name, vals := range memberEnv {
-				for i, v := range vals {
-					if i < count {
-						set.MemberEnvs[i].Set(name, v)
-					}
-				}
+				set.MemberEnv().setList(name, vals)
 			}
+			e.mutP(p)
 			p.TokenSets = append(p.TokenSets, set)
 			for member := 0; member < count; member++ {
 				for _, arc := range exits {
@@ -992,7 +1052,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 					a := e.newArcToken(p, arc, t, Forward, nil)
 					a.Sets = sets
 					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
-					p.enqueue(a)
+					e.enqueue(p, a)
 				}
 			}
 		}
@@ -1006,6 +1066,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 // fire records an event and tells the listeners (see notify). It returns
 // the OR of their actions.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
+	e.mutP(p)
 	if p.Events == nil {
 		p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
 	}

@@ -180,8 +180,7 @@ func (nt *nodeType) builtin(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInsta
 			}
 			ctx[k] = str
 		}
-		p.Context = withRoutingKey(s, ctx)
-		p.Dirty = true
+		e.SetContext(p, withRoutingKey(s, ctx))
 		return nil, nil
 	case schemaformat.ActEmit:
 		m := &kernel.Message{Payload: obj["payload"], Context: p.Context, From: p.ID}

@@ -36,7 +36,7 @@ func (nt *nodeType) Execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	st := mustState(e, p)
 	now := e.Now()
 	if nt.n.Kind == schemaformat.KindRoot && len(st.Nodes) == 0 {
-		initInstance(p, st)
+		initInstance(e, p)
 	}
 	ni := &nodeInstance{Token: t.ID, Node: nt.n.ID, Kind: nt.n.Kind, StartedAt: now, Actions: make([]*actionInst, len(nt.n.Actions))}
 	for i, a := range nt.n.Actions {
@@ -89,7 +89,7 @@ func (nt *nodeType) Execute(e *kernel.Engine, t *kernel.NodeToken) error {
 
 // initInstance gives a new instance its initial almanac (keys the start
 // request did not set) and its routing key.
-func initInstance(p *kernel.Process, st *instance) {
+func initInstance(e *kernel.Engine, p *kernel.Process) {
 	s := schemaOf(p)
 	for _, en := range s.Almanac {
 		if _, ok := p.Env.Get(en.Key); ok {
@@ -99,7 +99,7 @@ func initInstance(p *kernel.Process, st *instance) {
 			p.Env.Set(en.Key, v)
 		}
 	}
-	p.Context = withRoutingKey(s, p.Context)
+	e.SetContext(p, withRoutingKey(s, p.Context))
 }
 
 // accepts reports whether the event node takes the event m now.

@@ -205,9 +205,10 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 		if b, err = appendEnvJSON(b, ts.Env); err != nil {
 			return nil, err
 		}
-		b = appendUvarint(b, uint64(len(ts.MemberEnvs)))
-		for _, m := range ts.MemberEnvs {
-			if b, err = appendEnvJSON(b, m); err != nil {
+		members := ts.MemberEnv()
+		b = appendUvarint(b, uint64(members.Members()))
+		for j := 0; j < members.Members(); j++ {
+			if b, err = appendEnvJSON(b, members.Env(j)); err != nil {
 				return nil, err
 			}
 		}
@@ -237,7 +238,7 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 	var envs []int
 	var envJSON [][]byte
 	var envIndex map[string]int
-	var envOfToken map[*kernel.Env]int
+	var envOfToken map[kernel.EnvKey]int
 	for i, t := range p.NodeTokens {
 		if t.Env.Len() == 0 {
 			continue
@@ -245,9 +246,9 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 		if envs == nil {
 			envs = make([]int, len(p.NodeTokens))
 			envIndex = map[string]int{}
-			envOfToken = map[*kernel.Env]int{}
+			envOfToken = map[kernel.EnvKey]int{}
 		}
-		idx, ok := envOfToken[t.Env]
+		idx, ok := envOfToken[t.Env.Key()]
 		if !ok {
 			e, err := appendEnvMap(nil, t.Env)
 			if err != nil {
@@ -258,7 +259,7 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 				idx = len(envJSON)
 				envIndex[string(e)] = idx
 			}
-			envOfToken[t.Env] = idx
+			envOfToken[t.Env.Key()] = idx
 		}
 		envs[i] = idx
 	}

@@ -125,9 +125,10 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 					return nil, err
 				}
 			}
-			if len(ts.MemberEnvs) > 0 {
+			if members := ts.MemberEnv(); members.Members() > 0 {
 				b = append(b, `,"em":[`...)
-				for j, m := range ts.MemberEnvs {
+				for j := 0; j < members.Members(); j++ {
+					m := members.Env(j)
 					if j > 0 {
 						b = append(b, ',')
 					}

@@ -154,7 +154,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 	// share one (copy-on-write) point to the same entry.
 	envIndex := map[string]int{}
 	// A shared environment is encoded once, not once per token holding it.
-	envOfToken := map[*kernel.Env]int{}
+	envOfToken := map[kernel.EnvKey]int{}
 	s.Nodes = make([]node, len(p.NodeTokens))
 	for i, t := range p.NodeTokens {
 		n := node{
@@ -170,7 +170,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 			n.Children = append(n.Children, a.ID)
 		}
 		if t.Env.Len() > 0 {
-			idx, ok := envOfToken[t.Env]
+			idx, ok := envOfToken[t.Env.Key()]
 			if !ok {
 				b, err := json.Marshal(t.Env.Map())
 				if err != nil {
@@ -181,7 +181,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 					idx = len(s.Envs)
 					envIndex[string(b)] = idx
 				}
-				envOfToken[t.Env] = idx
+				envOfToken[t.Env.Key()] = idx
 			}
 			n.Env = idx
 		}
@@ -201,9 +201,10 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 	}
 	for _, ts := range p.TokenSets {
 		x := tokenSet{Name: ts.Name, Max: ts.MaxMemberIndex, Level: ts.Level, Env: envMap(ts.Env)}
-		x.Members = make([]attrs, len(ts.MemberEnvs))
-		for i, m := range ts.MemberEnvs {
-			x.Members[i] = envMap(m)
+		members := ts.MemberEnv()
+		x.Members = make([]attrs, members.Members())
+		for i := range x.Members {
+			x.Members[i] = envMap(members.Env(i))
 		}
 		s.Sets = append(s.Sets, x)
 	}
@@ -360,10 +361,10 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 		return nil, fmt.Errorf("decode process %s: %s", r.ID, fmt.Sprintf(format, args...))
 	}
 	for i, x := range s.Sets {
-		ts := &kernel.TokenSet{ID: i, Name: x.Name, MaxMemberIndex: x.Max, Level: x.Level, Env: envOf(x.Env)}
-		ts.MemberEnvs = make([]*kernel.Env, len(x.Members))
+		ts := kernel.NewTokenSet(i, x.Name, len(x.Members), x.Level, envOf(x.Env))
+		ts.MaxMemberIndex = x.Max
 		for j, m := range x.Members {
-			ts.MemberEnvs[j] = envOf(m)
+			ts.MemberEnv().Env(j).SetPersistent(m)
 		}
 		p.TokenSets = append(p.TokenSets, ts)
 	}
@@ -406,10 +407,8 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			// they did before they were stored.
 			if decoded[x.Env-1] == nil {
 				decoded[x.Env-1] = envOf(envs[x.Env-1])
-			} else {
-				decoded[x.Env-1].Shared()
 			}
-			t.Env = decoded[x.Env-1]
+			t.Env = decoded[x.Env-1].Share()
 		}
 		var ok bool
 		if t.Sets, ok = sets(x.Sets); !ok {
