@@ -26,7 +26,7 @@ type op struct {
 	TokenSet *opTokenSet        `json:"tokenSet,omitempty"` // complete with a new token set
 	Match    map[string]string  `json:"match,omitempty"`    // event: the context it matched
 	Node     string             `json:"node,omitempty"`     // event: the node whose token it completes
-	Work     *kernel.WorkResult `json:"work,omitempty"`     // work: the outcome of a token's work
+	Wake     *kernel.WakeResult `json:"wake,omitempty"`     // wake: the outcome of a token's wake
 	Message  *kernel.Message    `json:"message,omitempty"`  // message: a named event for the process
 }
 
@@ -41,7 +41,7 @@ const (
 	opTokenEnv   opKind = "token_env"
 	opEvent      opKind = "event"
 	opTimer      opKind = "timer"
-	opWork       opKind = "work"
+	opWake       opKind = "work"
 	opMessage    opKind = "message"
 	// opIndex rewrites the rows of a tree unchanged but for what the store
 	// indexes (where each process waits), for rows an older Veena wrote.
@@ -66,7 +66,7 @@ type outcome struct {
 	Error   *outcomeError    `json:"error,omitempty"`
 	// Run is a token's work with a runner that a timer found due: the
 	// caller runs it (fireTimer).
-	Run *kernel.Work `json:"run,omitempty"`
+	Run *kernel.Wake `json:"run,omitempty"`
 }
 
 type outcomeError struct {
@@ -79,7 +79,7 @@ func failure(err error) *outcome {
 	if errors.Is(err, errNoChange) {
 		return &outcome{None: true}
 	}
-	var due *workDue
+	var due *wakeDue
 	if errors.As(err, &due) {
 		return &outcome{None: true, Run: &due.work}
 	}
@@ -153,24 +153,24 @@ func (o *op) bind(res *outcome) commandFunc {
 				return nil, errNoChange
 			}
 			if tok.GuardAction != kernel.Delay {
-				w := ke.Kernel().WorkOf(tok)
+				w := ke.Kernel().WakeOf(tok)
 				if w == nil || w.Due.After(ke.Now()) {
 					return nil, errNoChange
 				}
 				if w.Runner != "" {
-					return nil, &workDue{work: *w}
+					return nil, &wakeDue{work: *w}
 				}
-				return p, ke.WorkDone(tok, kernel.WorkResult{Key: w.Key})
+				return p, ke.Woken(tok, kernel.WakeResult{Key: w.Key})
 			}
 			if tok.DelayUntil.After(ke.Now()) {
 				return nil, errNoChange
 			}
 			return p, ke.ReevaluateDelayedToken(tok)
-		case opWork:
-			if o.Token < 0 || o.Token >= len(p.NodeTokens) || o.Work == nil {
+		case opWake:
+			if o.Token < 0 || o.Token >= len(p.NodeTokens) || o.Wake == nil {
 				return nil, notFound("node token %q", nodeTokenID(p.ID, o.Token))
 			}
-			return p, ke.WorkDone(p.NodeTokens[o.Token], *o.Work)
+			return p, ke.Woken(p.NodeTokens[o.Token], *o.Wake)
 		case opMessage:
 			if o.Message == nil {
 				return nil, invalid("a message command without a message")

@@ -313,7 +313,7 @@ func (e *Engine) indexOldRows(ctx context.Context) bool {
 }
 
 // fireTimer runs a due delayed token's guard again, or wakes a token
-// whose work is due (work with a runner is run here first, see runWork),
+// whose work is due (work with a runner is run here first, see runWake),
 // as a command. If the
 // command fails (the guard cannot be evaluated, say), the failure is kept
 // on the timer, where the process shows it, and the timer is tried again
@@ -325,7 +325,7 @@ func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 		if e.runner(out.Run.Runner) == nil {
 			return nil // another engine may have the runner
 		}
-		return e.runWork(ctx, workRun{process: t.Process, token: t.Token, work: *out.Run})
+		return e.runWake(ctx, wakeRun{process: t.Process, token: t.Token, work: *out.Run})
 	}
 	var failed *kernel.Error
 	switch {
@@ -404,7 +404,7 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 		for _, t := range p.NodeTokens {
 			if isDelayed(t) {
 				f.timers++
-			} else if w := e.k.WorkOf(t); w != nil {
+			} else if w := e.k.WakeOf(t); w != nil {
 				f.timers++
 				if f.works == nil {
 					f.works = map[int]string{}
@@ -568,7 +568,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		if errors.Is(err, errNoChange) {
 			return &outcome{None: true}, nil
 		}
-		var due *workDue
+		var due *wakeDue
 		if errors.As(err, &due) {
 			return &outcome{None: true, Run: &due.work}, nil
 		}
@@ -617,15 +617,15 @@ type plan struct {
 	unique   []string
 	bump     bool // the root row is not rewritten: set its version
 	// runs are the works with a runner that this command created and that
-	// the engine runs once it has committed (kernel.Work.RunNow).
-	runs []workRun
+	// the engine runs once it has committed (kernel.Wake.RunNow).
+	runs []wakeRun
 }
 
-// workRun is a piece of outside work to run after commit.
-type workRun struct {
+// wakeRun is a piece of outside work to run after commit.
+type wakeRun struct {
 	process string
 	token   int
-	work    kernel.Work
+	work    kernel.Wake
 }
 
 type timerWrite struct {
@@ -702,10 +702,10 @@ func (p *plan) prepare(e *Engine) error {
 				for _, tok := range q.NodeTokens {
 					if isDelayed(tok) {
 						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil})
-					} else if work := e.k.WorkOf(tok); work != nil {
+					} else if work := e.k.WakeOf(tok); work != nil {
 						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: work.Due})
 						if work.RunNow && work.Runner != "" && before.works[tok.ID] != work.Key {
-							p.runs = append(p.runs, workRun{process: q.ID, token: tok.ID, work: *work})
+							p.runs = append(p.runs, wakeRun{process: q.ID, token: tok.ID, work: *work})
 						}
 					}
 				}

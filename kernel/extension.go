@@ -11,7 +11,7 @@ import (
 // whose node types keep state of their own, receive named events and wait
 // for work done outside the kernel. The kernel knows no format: it stores
 // a format's state with the process (Extension), hands events to the
-// format's Receiver, and lets node types name the Work their tokens wait
+// format's Receiver, and lets node types name the wakes their tokens wait
 // for, which the engine turns into durable timers and runs.
 
 // Extension is state a format keeps with a process beyond tokens and
@@ -142,31 +142,32 @@ func (e *Engine) StartChild(parent *Process, g *graph.Graph, env *Env, context m
 	return p
 }
 
-// Work is something a node token waits for apart from a command: a time,
+// Wake is something a node token waits for apart from a command: a time,
 // and optionally a piece of work for a runner outside the kernel (an
 // action's I/O). The engine keeps a durable timer for it: at Due an engine
-// takes it up, runs the runner if there is one, and hands the result to
-// the node type (Worker.WorkDone) in a command of its own. A node type
-// gives its tokens' work from its own state (Worker.Work).
-type Work struct {
-	// Key names this piece of work among the token's; a result whose key
-	// is no longer the token's work is stale and ignored.
+// takes it up, runs the runner if there is one, and hands the outcome to
+// the node type (Waker.Woken) in a command of its own. A node type gives
+// its tokens' wakes from its own state (Waker.Wake). (Tasks and jobs of
+// the work layer are another thing: rows people and workers act on.)
+type Wake struct {
+	// Key names this wake among the token's; an outcome whose key is no
+	// longer the token's wake is stale and dropped.
 	Key string
-	// Due is when an engine takes the work up.
+	// Due is when an engine takes the wake up.
 	Due time.Time
 	// Runner names the engine's runner that does the work; "" wakes the
 	// node type at Due with no result (a timer).
 	Runner string
 	// Input is given to the runner.
 	Input []byte
-	// RunNow asks the engine that commits the step creating this work to
+	// RunNow asks the engine that commits the step creating this wake to
 	// run it at once; Due is then when another engine may try, if that
 	// one has not finished by then.
 	RunNow bool
 }
 
-// WorkResult is the outcome of a piece of work.
-type WorkResult struct {
+// WakeResult is the outcome of a wake.
+type WakeResult struct {
 	Key    string
 	Output []byte // the runner's result (JSON), nil for a timer
 	Err    string // the runner's failure, "" on success
@@ -174,17 +175,17 @@ type WorkResult struct {
 	Permanent bool
 }
 
-// Worker is implemented by node types whose tokens wait for work.
-type Worker interface {
-	// Work returns the work an active token of this node waits for, nil
-	// if none. It must not change anything.
-	Work(t *NodeToken) *Work
-	// WorkDone receives the outcome of the token's work.
-	WorkDone(e *Engine, t *NodeToken, r WorkResult) error
+// Waker is implemented by node types whose tokens wait for wakes.
+type Waker interface {
+	// Wake returns what an active token of this node waits for, nil if
+	// nothing. It must not change anything.
+	Wake(t *NodeToken) *Wake
+	// Woken receives the outcome of the token's wake.
+	Woken(e *Engine, t *NodeToken, r WakeResult) error
 }
 
-// WorkOf returns the work an active node token waits for, nil if none.
-func (k *Kernel) WorkOf(t *NodeToken) *Work {
+// WakeOf returns what an active node token waits for, nil if nothing.
+func (k *Kernel) WakeOf(t *NodeToken) *Wake {
 	if !t.active || t.Complete {
 		return nil
 	}
@@ -192,27 +193,27 @@ func (k *Kernel) WorkOf(t *NodeToken) *Work {
 	if !ok {
 		return nil
 	}
-	w, ok := rt.typ.(Worker)
+	w, ok := rt.typ.(Waker)
 	if !ok {
 		return nil
 	}
-	return w.Work(t)
+	return w.Wake(t)
 }
 
-// WorkDone hands the outcome of a token's work to its node type, as a
-// command, and runs the arc tokens that queued. A result for work the
-// token no longer waits for changes nothing (ErrStaleWork).
-func (e *Engine) WorkDone(t *NodeToken, r WorkResult) error {
+// Woken hands the outcome of a token's wake to its node type, as a
+// command, and runs the arc tokens that queued. An outcome for a wake the
+// token no longer waits for changes nothing (ErrStaleWake).
+func (e *Engine) Woken(t *NodeToken, r WakeResult) error {
 	return e.run(t.Process, func() {
 		e.checkCompletable(t)
-		w, ok := e.runtime(t.Node).typ.(Worker)
+		w, ok := e.runtime(t.Node).typ.(Waker)
 		if !ok {
-			e.Fail(refuse(ErrInvalidArgument, "node %s does not wait for work", t.Node.QualifiedName()))
+			e.Fail(refuse(ErrInvalidArgument, "node %s does not wait for wakes", t.Node.QualifiedName()))
 		}
-		if cur := w.Work(t); cur == nil || cur.Key != r.Key {
-			e.Fail(refuse(ErrStaleWork, "node token %s no longer waits for work %q", t.Label(), r.Key))
+		if cur := w.Wake(t); cur == nil || cur.Key != r.Key {
+			e.Fail(refuse(ErrStaleWake, "node token %s no longer waits for %q", t.Label(), r.Key))
 		}
-		if err := w.WorkDone(e, t, r); err != nil {
+		if err := w.Woken(e, t, r); err != nil {
 			e.Fail(failed(err, "node %s", t.Node.QualifiedName()))
 		}
 		if !t.Process.inLoop {
@@ -221,8 +222,8 @@ func (e *Engine) WorkDone(t *NodeToken, r WorkResult) error {
 	})
 }
 
-// ErrStaleWork: a work result for work the token no longer waits for.
-var ErrStaleWork = &Error{Code: "stale_work", Msg: "the node token no longer waits for this work"}
+// ErrStaleWake: an outcome for a wake the token no longer waits for.
+var ErrStaleWake = &Error{Code: "stale_wake", Msg: "the node token no longer waits for this"}
 
 // Value returns a value a node type stored for the running command (see
 // SetValue), nil if none.

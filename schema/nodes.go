@@ -268,9 +268,9 @@ func (nt *nodeType) leave(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstanc
 	p.Dirty = true
 }
 
-// Work gives the work a token of this node waits for: its time (timer
+// Wake gives what a token of this node waits for: its time (timer
 // nodes), a running or retried registered action, or a built-in's retry.
-func (nt *nodeType) Work(t *kernel.NodeToken) *kernel.Work {
+func (nt *nodeType) Wake(t *kernel.NodeToken) *kernel.Wake {
 	st, err := stateOf(t.Process)
 	if err != nil {
 		return nil
@@ -280,7 +280,7 @@ func (nt *nodeType) Work(t *kernel.NodeToken) *kernel.Work {
 		return nil
 	}
 	if ni.State == NodeWaiting && ni.Due != nil {
-		return &kernel.Work{Key: "timer", Due: *ni.Due}
+		return &kernel.Wake{Key: "timer", Due: *ni.Due}
 	}
 	if ni.State != NodeRunning || ni.Cursor >= len(ni.Actions) {
 		return nil
@@ -292,12 +292,12 @@ func (nt *nodeType) Work(t *kernel.NodeToken) *kernel.Work {
 	}
 	switch ai.State {
 	case ActionRunning:
-		return &kernel.Work{Key: attemptKey(ni.Cursor, ai.Attempts), Due: *ai.Due, Runner: RunnerName, Input: nt.input(t, ni, a, ai, ai.Attempts), RunNow: true}
+		return &kernel.Wake{Key: attemptKey(ni.Cursor, ai.Attempts), Due: *ai.Due, Runner: RunnerName, Input: nt.input(t, ni, a, ai, ai.Attempts), RunNow: true}
 	case ActionRetrying:
 		if schemaformat.Builtin(a.Do) && !isEmitByContext(a) {
-			return &kernel.Work{Key: "retry:" + attemptKey(ni.Cursor, ai.Attempts+1), Due: *ai.Due}
+			return &kernel.Wake{Key: "retry:" + attemptKey(ni.Cursor, ai.Attempts+1), Due: *ai.Due}
 		}
-		return &kernel.Work{Key: attemptKey(ni.Cursor, ai.Attempts+1), Due: *ai.Due, Runner: RunnerName, Input: nt.input(t, ni, a, ai, ai.Attempts+1)}
+		return &kernel.Wake{Key: attemptKey(ni.Cursor, ai.Attempts+1), Due: *ai.Due, Runner: RunnerName, Input: nt.input(t, ni, a, ai, ai.Attempts+1)}
 	}
 	return nil
 }
@@ -312,9 +312,9 @@ func (nt *nodeType) input(t *kernel.NodeToken, ni *nodeInstance, a *schemaformat
 	return b
 }
 
-// WorkDone takes the outcome of the token's work: the timer's time came,
+// Woken takes the outcome of the token's work: the timer's time came,
 // a retry is due, or an action attempt finished.
-func (nt *nodeType) WorkDone(e *kernel.Engine, t *kernel.NodeToken, r kernel.WorkResult) error {
+func (nt *nodeType) Woken(e *kernel.Engine, t *kernel.NodeToken, r kernel.WakeResult) error {
 	st := mustState(e, t.Process)
 	ni := st.node(t.ID)
 	if ni == nil {

@@ -9,7 +9,7 @@
 // Every action's completion is a step of its own wherever it has effects
 // outside the instance: a registered action runs outside the kernel after
 // the step that reached it has committed, and its result comes back in a
-// step of its own (kernel.Work), so that an engine killed between two
+// step of its own (kernel.Wake), so that an engine killed between two
 // actions leaves the next engine to go on with the next action, never
 // running a completed one again. Built-in actions change only the
 // instance tree and run inside the step that reaches them.

@@ -61,7 +61,7 @@ var statusOf = map[string]int{
 	CodeNotConfigured:        http.StatusNotImplemented,
 	"not_a_schema_instance":  http.StatusConflict,
 	"event_queue_full":       http.StatusConflict,
-	"stale_work":             http.StatusConflict,
+	"stale_wake":             http.StatusConflict,
 	"schema_mismatch":        http.StatusServiceUnavailable,
 	CodeInternal:             http.StatusInternalServerError,
 }

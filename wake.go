@@ -10,7 +10,7 @@ import (
 	"github.com/veena-wf/veena/kernel"
 )
 
-// Node tokens may wait for work done outside the kernel (kernel.Work): an
+// Node tokens may wait for work done outside the kernel (kernel.Wake): an
 // action that calls another system, say. The step that creates such work
 // commits a durable timer for it; the engine that committed the step runs
 // the work at once (RunNow), and if it dies meanwhile, any engine takes the
@@ -43,7 +43,7 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 func Permanent(err error) error { return &PermanentError{Err: err} }
 
 // RegisterRunner makes a runner available to node types' work
-// (kernel.Work.Runner names it). Register runners before the engine runs
+// (kernel.Wake.Runner names it). Register runners before the engine runs
 // commands.
 func (e *Engine) RegisterRunner(name string, r Runner) {
 	e.runMuR.Lock()
@@ -87,7 +87,7 @@ func (w *workPool) close() {
 }
 
 // dispatch runs the outside work a committed command created.
-func (e *Engine) dispatch(runs []workRun) {
+func (e *Engine) dispatch(runs []wakeRun) {
 	e.pool.init()
 	for _, r := range runs {
 		if e.runner(r.work.Runner) == nil {
@@ -97,7 +97,7 @@ func (e *Engine) dispatch(runs []workRun) {
 			return
 		}
 		e.pool.wg.Add(1)
-		go func(r workRun) {
+		go func(r wakeRun) {
 			defer e.pool.wg.Done()
 			select {
 			case e.pool.sem <- struct{}{}:
@@ -105,20 +105,20 @@ func (e *Engine) dispatch(runs []workRun) {
 				return
 			}
 			defer func() { <-e.pool.sem }()
-			if err := e.runWork(e.pool.ctx, r); err != nil && e.pool.ctx.Err() == nil {
+			if err := e.runWake(e.pool.ctx, r); err != nil && e.pool.ctx.Err() == nil {
 				e.log.Warn("veena: outside work", "process", r.process, "token", r.token, "key", r.work.Key, "err", err)
 			}
 		}(r)
 	}
 }
 
-// runWork runs one piece of work and hands its result to the token.
-func (e *Engine) runWork(ctx context.Context, r workRun) error {
+// runWake runs one piece of work and hands its result to the token.
+func (e *Engine) runWake(ctx context.Context, r wakeRun) error {
 	run := e.runner(r.work.Runner)
 	if run == nil {
 		return fmt.Errorf("no runner %q is registered", r.work.Runner)
 	}
-	res := kernel.WorkResult{Key: r.work.Key}
+	res := kernel.WakeResult{Key: r.work.Key}
 	out, err := func() (out []byte, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -141,19 +141,19 @@ func (e *Engine) runWork(ctx context.Context, r workRun) error {
 		}
 		res.Output = out
 	}
-	o := &op{Kind: opWork, Process: r.process, Token: r.token, Work: &res}
+	o := &op{Kind: opWake, Process: r.process, Token: r.token, Wake: &res}
 	outc, err := e.submit(ctx, o, "")
 	if err != nil {
 		return err
 	}
-	if outc.Error != nil && outc.Error.Code != kernel.ErrStaleWork.Code && outc.Error.Code != ErrNotFound.Code && outc.Error.Code != kernel.ErrProcessNotExecuting.Code && outc.Error.Code != kernel.ErrTokenComplete.Code {
+	if outc.Error != nil && outc.Error.Code != kernel.ErrStaleWake.Code && outc.Error.Code != ErrNotFound.Code && outc.Error.Code != kernel.ErrProcessNotExecuting.Code && outc.Error.Code != kernel.ErrTokenComplete.Code {
 		return outc.err()
 	}
 	return nil
 }
 
-// workDue ends a timer command whose token's work has a runner: the
+// wakeDue ends a timer command whose token's work has a runner: the
 // work is run outside the command (see fireTimer).
-type workDue struct{ work kernel.Work }
+type wakeDue struct{ work kernel.Wake }
 
-func (w *workDue) Error() string { return "work " + w.work.Key + " is due" }
+func (w *wakeDue) Error() string { return "work " + w.work.Key + " is due" }
