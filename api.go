@@ -33,7 +33,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 	if len(req.Context) > 0 {
 		pctx = maps.Clone(req.Context)
 	}
-	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.StartWith(g, env, pctx, req.Setup)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/veena-wf/veena/kernel"
 )
@@ -28,6 +30,7 @@ type op struct {
 	Node     string             `json:"node,omitempty"`     // event: the node whose token it completes
 	Wake     *kernel.WakeResult `json:"wake,omitempty"`     // wake: the outcome of a token's wake
 	Message  *kernel.Message    `json:"message,omitempty"`  // message: a named event for the process
+	Args     *workArgs          `json:"args,omitempty"`     // the work layer's commands (work.go)
 }
 
 // opKind names what an op does.
@@ -41,7 +44,7 @@ const (
 	opTokenEnv   opKind = "token_env"
 	opEvent      opKind = "event"
 	opTimer      opKind = "timer"
-	opWake       opKind = "work"
+	opWake       opKind = "wake"
 	opMessage    opKind = "message"
 	// opIndex rewrites the rows of a tree unchanged but for what the store
 	// indexes (where each process waits), for rows an older Veena wrote.
@@ -67,6 +70,11 @@ type outcome struct {
 	// Run is a token's work with a runner that a timer found due: the
 	// caller runs it (fireTimer).
 	Run *kernel.Wake `json:"run,omitempty"`
+	// The work layer's commands answer a task, job, incident or attachment.
+	Task       *Task       `json:"task,omitempty"`
+	Job        *Job        `json:"job,omitempty"`
+	Incident   *Incident   `json:"incident,omitempty"`
+	Attachment *Attachment `json:"attachment,omitempty"`
 }
 
 type outcomeError struct {
@@ -115,7 +123,7 @@ func decodeOutcome(b []byte) (*outcome, error) {
 	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, err
 	}
-	if o.Process == nil && o.Env == nil && !o.None && o.Error == nil {
+	if o.Process == nil && o.Env == nil && !o.None && o.Error == nil && o.Task == nil && o.Job == nil && o.Incident == nil && o.Attachment == nil {
 		return nil, fmt.Errorf("empty command outcome %s", b)
 	}
 	return &o, nil
@@ -124,10 +132,13 @@ func decodeOutcome(b []byte) (*outcome, error) {
 // bind turns an op into the kernel part of its command. res receives the
 // token environment a token_env op returns.
 func (o *op) bind(res *outcome) commandFunc {
-	return func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+	return func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p := t.root.Find(o.Process)
 		if p == nil {
 			return nil, notFound("process %s", o.Process)
+		}
+		if o.Kind.isWork() {
+			return p, o.work(ke, p, c, res)
 		}
 		switch o.Kind {
 		case opCancel:
@@ -135,7 +146,9 @@ func (o *op) bind(res *outcome) commandFunc {
 		case opProcessEnv:
 			applyPatch(p.Env, o.Env)
 			p.Dirty = true
-			return p, nil
+			seq, err := ke.FireProcessEvent(p, kernel.EnvChanged)
+			c.note(p.ID, seq, o.user(), patchKeys(o.Env))
+			return p, err
 		case opEvent:
 			return p, o.event(ke, p)
 		case opIndex:
@@ -191,7 +204,9 @@ func (o *op) bind(res *outcome) commandFunc {
 			applyTokenPatch(tok, o.Env)
 			p.Dirty = true
 			res.Env = tok.Env.Map()
-			return p, nil
+			seq, err := ke.FireWorkEvent(tok, kernel.EnvChanged)
+			c.note(p.ID, seq, o.user(), patchKeys(o.Env))
+			return p, err
 		}
 		return nil, invalid("unknown command %q", o.Kind)
 	}
@@ -248,4 +263,25 @@ func (o *op) event(ke *kernel.Engine, p *kernel.Process) error {
 	applyPatch(p.Env, o.Env)
 	p.Dirty = true
 	return ke.Complete(found[0])
+}
+
+// user is who sent the op, if it says.
+func (o *op) user() string {
+	if o.Args == nil {
+		return ""
+	}
+	return o.Args.User
+}
+
+// patchKeys lists the attributes a patch sets or removes, for the audit trail.
+func patchKeys(m map[string]*Value) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v == nil {
+			k = "-" + k
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
 }

@@ -173,8 +173,8 @@ func historyOf(p *kernel.Process) *TokenHistory {
 
 // eventTypeCodes are the numbers of the kernel's event types in the
 // compact record, by kernel.EventType.Index.
-var eventTypeCodes = func() []byte {
-	codes := make([]byte, len(kernel.EventTypes))
+var eventTypeCodes = func() []uint64 {
+	codes := make([]uint64, len(kernel.EventTypes))
 	for i, t := range kernel.EventTypes {
 		codes[i] = store.TypeCode(t.String())
 	}
@@ -195,7 +195,7 @@ func eventRecord(q *kernel.Process) store.EventRecord {
 		if a := ev.ArcToken(); a != nil {
 			arc = a.ID
 		}
-		var code byte
+		var code uint64
 		if i := ev.Type.Index(); i >= 0 {
 			code = eventTypeCodes[i]
 		}

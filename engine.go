@@ -89,6 +89,9 @@ type Engine struct {
 	runners map[string]Runner
 	pool    workPool
 
+	jobMu   sync.Mutex
+	jobWait map[string]chan struct{} // job type -> closed when jobs may be available
+
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
 	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
@@ -229,7 +232,7 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		lease = 30 * time.Second
 	}
 	lastSync := time.Now()
-	var lastDrain, lastIndex time.Time
+	var lastDrain, lastIndex, lastExpiry time.Time
 	indexed := false
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -269,6 +272,10 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		if time.Since(lastDrain) >= inboxGrace/2 {
 			lastDrain = time.Now()
 			e.drainAbandoned(ctx)
+		}
+		if time.Since(lastExpiry) >= time.Second {
+			lastExpiry = time.Now()
+			e.expireLeases(ctx)
 		}
 		if time.Since(lastSync) > 5*time.Second {
 			lastSync = time.Now()
@@ -481,8 +488,10 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 }
 
 // commandFunc is the kernel part of a command: it changes the tree and
-// returns the process whose state the caller gets back.
-type commandFunc func(ke *kernel.Engine, t *tree) (*kernel.Process, error)
+// returns the process whose state the caller gets back. c reads the work
+// rows the command decides on and collects what it writes besides the
+// tree (see work.go).
+type commandFunc func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error)
 
 // command runs one command on the tree rooted at root ("" starts a new
 // tree) as one store transaction, and fills res with its result. For an
@@ -500,11 +509,11 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	var early *plan
 	if root != "" {
 		if t := e.cache.take(root); t != nil {
-			early = e.run(t, fn)
+			early = e.run(t, fn, e.store, ctx)
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
-		early = e.run(&tree{}, fn)
+		early = e.run(&tree{}, fn, e.store, ctx)
 	}
 	var done *plan
 	var prev *outcome
@@ -537,7 +546,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 					if err != nil {
 						return err
 					}
-					p = e.run(t, fn)
+					p = e.run(t, fn, tx, ctx)
 				}
 			}
 			if p.err != nil {
@@ -561,6 +570,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	expect := root != "" && early != nil && early.err == nil
 	err := attempt(expect)
 	if expect && errors.Is(err, store.ErrStale) {
+		// The tree, or a work row the command read, changed meanwhile.
 		early = nil
 		err = attempt(false)
 	}
@@ -597,6 +607,7 @@ func (e *Engine) committed(p *plan) {
 			e.cache.put(p.tree.root.ID, p.tree)
 		}
 		e.publish(p.events)
+		e.wakeJobs(p.cmd.wake)
 	}
 }
 
@@ -616,7 +627,8 @@ type plan struct {
 	ctxDrop  []string          // processes whose context stops counting
 	unique   []string
 	bump     bool // the root row is not rewritten: set its version
-	// runs are the works with a runner that this command created and that
+	cmd      *cmd // the work rows the command writes, its audit notes
+	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
 }
@@ -633,17 +645,20 @@ type timerWrite struct {
 	timers  []store.Timer
 }
 
-// run runs fn on t and works out what to write; t is changed in place. A
-// panic in user code (a node type, a listener) fails the command.
-func (e *Engine) run(t *tree, fn commandFunc) (p *plan) {
-	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys}
+// run runs fn on t and works out what to write; t is changed in place;
+// rows is where the command reads work rows (the store before the
+// transaction, the transaction in it). A panic in user code (a node type,
+// a listener) fails the command.
+func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context) (p *plan) {
+	now := e.clock()
+	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys, cmd: &cmd{ctx: ctx, rows: rows, now: now.UTC()}}
 	defer func() {
 		if r := recover(); r != nil {
 			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
 		}
 	}()
-	ke := e.k.Engine(e.clock())
-	target, err := fn(ke, t)
+	ke := e.k.Engine(now)
+	target, err := fn(ke, t, p.cmd)
 	if err != nil {
 		p.err = err
 		return p
@@ -686,6 +701,9 @@ func (p *plan) prepare(e *Engine) error {
 		delete(t.unindexed, q.ID)
 		p.records = append(p.records, rec)
 		before, known := t.before[q.ID]
+		if len(q.Effects) > 0 {
+			p.cmd.effects(q)
+		}
 		if len(q.Events) > 0 {
 			r := eventRecord(q)
 			p.events = append(p.events, r)
@@ -725,6 +743,7 @@ func (p *plan) prepare(e *Engine) error {
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
 		q.Events = nil
+		q.Effects = nil
 		q.Dirty = false
 	})
 	if err != nil {
@@ -767,7 +786,7 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return p.cmd.apply(ctx, tx)
 }
 
 // UniqueContextPrefix begins the context keys whose value may be held by

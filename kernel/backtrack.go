@@ -232,7 +232,7 @@ func (b *backtracker) backtrack() *NodeToken {
 		}
 		if bt := b.backtrackToken(t); bt != t {
 			b.markNodeBacktracked(bt)
-			e.markComplete(bt)
+			e.markComplete(bt, false)
 			e.fire(bt.Process, NodeTokenCompleted, bt, nil, nil, 0)
 		}
 	}
@@ -300,7 +300,7 @@ func (b *backtracker) backtrackToken(t *NodeToken) *NodeToken {
 	switch {
 	case !t.Complete:
 		e.removeActive(t)
-		e.markComplete(t)
+		e.markComplete(t, false)
 		e.fire(p, NodeTokenCompleted, t, nil, nil, 0)
 		b.markNodeBacktracked(t)
 	case !t.ExecType.IsBacktracked():

@@ -474,7 +474,7 @@ func (e *Engine) executeNode(t *NodeToken) {
 			e.execute(rt, t)
 		}
 	case Discard:
-		e.markComplete(t)
+		e.markComplete(t, false)
 		e.fire(p, NodeTokenDiscarded, t, nil, nil, 0)
 		e.fire(p, NodeTokenCompleted, t, nil, nil, 0)
 	case Skip:
@@ -515,8 +515,10 @@ func (e *Engine) ExecuteNode(t *NodeToken) error {
 }
 
 // markComplete marks a node token complete at the command's time and gives
-// it a completion sequence number.
-func (e *Engine) markComplete(t *NodeToken) {
+// it a completion sequence number. Work the token holds ends with it (see
+// endWork): completed if forward (it left on at least one arc), else
+// cancelled.
+func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	p := t.Process
 	e.mutP(p)
 	e.mutN(t)
@@ -525,6 +527,9 @@ func (e *Engine) markComplete(t *NodeToken) {
 	t.CompleteSeq = p.Seq
 	t.CompletedAt = e.now
 	p.Dirty = true
+	if t.Work != 0 {
+		e.endWork(t, forward && !e.backtracking)
+	}
 }
 
 func (e *Engine) addActive(t *NodeToken) {
@@ -626,7 +631,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		}
 	}
 	e.removeActive(t)
-	e.markComplete(t)
+	e.markComplete(t, exits > 0)
 	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
 	e.mutN(t)
 	switch {
@@ -973,6 +978,11 @@ func (e *Engine) finalizeCancel(p *Process) {
 	e.mutP(p)
 	p.State = Canceled
 	p.Dirty = true
+	for _, t := range p.NodeTokens {
+		if t.active && t.Work != 0 {
+			e.endWork(t, false) // the token stays as it is; its work ends
+		}
+	}
 	e.fire(p, ProcessCanceled, nil, nil, nil, 0)
 }
 
@@ -1029,7 +1039,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 		names := []string{arcName}
 		exits := t.Node.OutArcsNamed(arcName)
 		e.removeActive(t)
-		e.markComplete(t)
+		e.markComplete(t, len(exits) > 0)
 		e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
 		if len(exits) > 0 {
 			level := 0

@@ -128,6 +128,8 @@ type NodeToken struct {
 	Sets        []Membership
 	DelayUntil  time.Time
 	DelayCount  int
+	// Work is the outside work the token holds open (see work.go).
+	Work WorkFlags
 
 	active  bool
 	epoch   uint64       // the journal epoch that saved it last
@@ -224,6 +226,10 @@ type Process struct {
 	// Events are the events fired by the current command, for the caller to
 	// store and publish; the caller clears it.
 	Events []Event
+	// Effects are what the current command asks the engine to write
+	// beside the process (tasks, jobs, incidents; see work.go); the caller
+	// takes and clears them with the events.
+	Effects []Effect
 	// Dirty is set when a command changes the process; the caller clears it.
 	Dirty bool
 	// eventNames holds the arc-name lists of the events in Events.

@@ -258,6 +258,10 @@ type Store interface {
 	// before before and returns how many it deleted: a command retried
 	// with a purged key runs again.
 	PurgeKeys(ctx context.Context, before time.Time) (int, error)
+
+	// WorkStore reads tasks, jobs, incidents, the record of processes and
+	// subscriptions, and leases jobs (work.go).
+	WorkStore
 }
 
 // Tx is the inside of an Update.
@@ -305,6 +309,9 @@ type Tx interface {
 	PutContext(ctx context.Context, process string, c map[string]string, unique []string) error
 	// DropContext forgets the context entries of a process (it stopped executing).
 	DropContext(ctx context.Context, process string) error
+
+	// WorkTx reads and writes work rows in the command (work.go).
+	WorkTx
 }
 
 // CheckVersion is ExpectTree's test for backends that check at once: the

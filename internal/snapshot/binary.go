@@ -44,6 +44,7 @@ const (
 	nodeSets
 	nodeDelayUntil
 	nodeDelayCount
+	nodeWork
 )
 
 // Which optional fields of an arc token follow.
@@ -132,7 +133,7 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 			flag(len(t.Children) > 0, nodeChildren) | flag(t.GuardAction != 0, nodeGuard) |
 			flag(t.ExecType != 0, nodeExec) | flag(t.Complete, nodeComplete) | flag(created != 0, nodeCreated) |
 			flag(completed != 0, nodeCompleted) | flag(env != 0, nodeEnv) | flag(len(t.Sets) > 0, nodeSets) |
-			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount)
+			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount) | flag(t.Work != 0, nodeWork)
 		b = appendUvarint(b, f)
 		b = appendVarint(b, int64(t.Node.Index))
 		b = appendVarint(b, t.Seq)
@@ -168,6 +169,9 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 		}
 		if f&nodeDelayCount != 0 {
 			b = appendVarint(b, int64(t.DelayCount))
+		}
+		if f&nodeWork != 0 {
+			b = appendUvarint(b, uint64(t.Work))
 		}
 	}
 	b = appendUvarint(b, uint64(len(p.ArcTokens)))
@@ -216,7 +220,7 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 	b = appendUvarint(b, uint64(len(p.Listeners)))
 	for _, l := range p.Listeners {
 		b = appendName(b, l.Name)
-		b = appendUvarint(b, uint64(uint32(l.Mask)))
+		b = appendUvarint(b, uint64(l.Mask))
 	}
 	// The format's own state, if any, ends the snapshot (older snapshots
 	// end after the listeners).
@@ -365,6 +369,9 @@ func decodeBinary(b []byte) (snapshot, error) {
 			if f&nodeDelayCount != 0 {
 				x.DelayCount = r.int()
 			}
+			if f&nodeWork != 0 {
+				x.Work = uint8(r.Uvarint())
+			}
 		}
 	}
 	if n := r.Count(); n > 0 {
@@ -405,7 +412,7 @@ func decodeBinary(b []byte) (snapshot, error) {
 	if n := r.Count(); n > 0 {
 		s.Listeners = make([]listener, n)
 		for i := range s.Listeners {
-			s.Listeners[i] = listener{Name: r.String(), Mask: uint32(r.Uvarint())}
+			s.Listeners[i] = listener{Name: r.String(), Mask: r.Uvarint()}
 		}
 	}
 	if r.Err == nil && len(r.B) > 0 {

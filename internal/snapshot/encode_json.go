@@ -76,6 +76,7 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			b = appendSets(b, t.Sets)
 			b = appendNonZero(b, `,"du":`, unixNano(t.DelayUntil))
 			b = appendNonZero(b, `,"dc":`, int64(t.DelayCount))
+			b = appendNonZero(b, `,"w":`, int64(t.Work))
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -152,7 +153,8 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			}
 			b = append(b, `{"n":`...)
 			b = appendString(b, l.Name)
-			b = appendInt(b, `,"m":`, int64(uint32(l.Mask)))
+			b = append(b, `,"m":`...)
+			b = strconv.AppendUint(b, uint64(l.Mask), 10)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

@@ -75,7 +75,8 @@ func randomProcess(r *rand.Rand) *kernel.Process {
 	for i := range nodes {
 		t := &kernel.NodeToken{ID: i, Seq: r.Int64N(100), CompleteSeq: r.Int64N(3) * r.Int64N(100), Node: &graph.Node{Index: r.IntN(20)},
 			GuardAction: kernel.GuardAction(r.IntN(4)), ExecType: kernel.ExecutionType(r.IntN(4)), Complete: r.IntN(2) == 0,
-			CreatedAt: randomTime(r), CompletedAt: randomTime(r), Sets: sets(), DelayUntil: randomTime(r), DelayCount: r.IntN(3)}
+			CreatedAt: randomTime(r), CompletedAt: randomTime(r), Sets: sets(), DelayUntil: randomTime(r), DelayCount: r.IntN(3),
+			Work: kernel.WorkFlags(r.IntN(8))}
 		switch r.IntN(4) {
 		case 1:
 			t.Env = randomEnv(r)

@@ -45,6 +45,7 @@ type node struct {
 	Sets        [][2]int `json:"s,omitempty"` // (set id, member)
 	DelayUntil  int64    `json:"du,omitempty"`
 	DelayCount  int      `json:"dc,omitempty"`
+	Work        uint8    `json:"w,omitempty"` // kernel.WorkFlags
 }
 
 type arc struct {
@@ -70,7 +71,7 @@ type tokenSet struct {
 
 type listener struct {
 	Name string `json:"n"`
-	Mask uint32 `json:"m"`
+	Mask uint64 `json:"m"`
 }
 
 func unixNano(t time.Time) int64 {
@@ -162,6 +163,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 			Guard: uint8(t.GuardAction), Exec: uint8(t.ExecType), Complete: t.Complete,
 			Created: offset(base, t.CreatedAt), Completed: optOffset(base, t.CompletedAt),
 			Sets: memberships(t.Sets), DelayUntil: unixNano(t.DelayUntil), DelayCount: t.DelayCount,
+			Work: uint8(t.Work),
 		}
 		for _, a := range t.Parents {
 			n.Parents = append(n.Parents, a.ID)
@@ -209,7 +211,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 		s.Sets = append(s.Sets, x)
 	}
 	for _, l := range p.Listeners {
-		s.Listeners = append(s.Listeners, listener{Name: l.Name, Mask: uint32(l.Mask)})
+		s.Listeners = append(s.Listeners, listener{Name: l.Name, Mask: uint64(l.Mask)})
 	}
 	ext, err := p.EncodedExt()
 	if err != nil {
@@ -397,7 +399,7 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			ID: i, Seq: x.Seq, CompleteSeq: x.CompleteSeq, Process: p, Node: g.Nodes[x.Node],
 			GuardAction: kernel.GuardAction(x.Guard), ExecType: kernel.ExecutionType(x.Exec),
 			Complete: x.Complete, CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
-			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount,
+			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount, Work: kernel.WorkFlags(x.Work),
 		}
 		if x.Env > 0 {
 			if x.Env > len(envs) {
@@ -451,7 +453,7 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 		}
 	}
 	for _, l := range s.Listeners {
-		p.Listeners = append(p.Listeners, kernel.ListenerRef{Name: l.Name, Mask: kernel.EventMask(l.Mask)})
+		p.Listeners = append(p.Listeners, kernel.ListenerRef{Name: l.Name, Mask: kernel.MaskFromStored(l.Mask)})
 	}
 	p.ExtData = s.Ext
 	if len(r.Context) > 0 {

@@ -75,6 +75,9 @@ func roundTrip(t *testing.T, repo *graph.Repository, root *kernel.Process) *kern
 		}
 		for j, wt := range w.NodeTokens {
 			ht := h.NodeTokens[j]
+			if wt.Work != ht.Work {
+				t.Fatalf("node token %d holds work %b, decoded %b", j, wt.Work, ht.Work)
+			}
 			if wt.Seq != ht.Seq || wt.CompleteSeq != ht.CompleteSeq {
 				t.Fatalf("node token %d sequence numbers: %d/%d, decoded %d/%d", j, wt.Seq, wt.CompleteSeq, ht.Seq, ht.CompleteSeq)
 			}

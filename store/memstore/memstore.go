@@ -36,6 +36,7 @@ type Store struct {
 	uniqueOf map[string][]string          // process -> unique entries
 	keys     map[string]keyRecord
 	inbox    inbox
+	work     workRows
 	closed   bool
 	seq      int64
 }

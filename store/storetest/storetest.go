@@ -52,6 +52,7 @@ func Run(t *testing.T, open Open) {
 		{"ExpectTree", testExpectTree},
 		{"Closed", testClosed},
 	}
+	tests = append(tests, workTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
