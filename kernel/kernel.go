@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,14 +33,23 @@ type Kernel struct {
 	named       map[string]Listener
 	receivers   map[string]Receiver
 	prepMu      sync.Mutex
+	limitsOnce  sync.Once
+	effective   Limits
 
 	// Definitions returns the latest version of a definition; nested nodes
 	// use it. Nil means nested processes cannot start.
 	Definitions func(name string) *graph.Graph
 	// NewID makes process ids; the default makes UUIDv7 strings.
 	NewID func() string
-	// ScriptTimeout bounds a script node's run (default 5 s).
+	// ScriptTimeout bounds a script node's run (default 5 s); the script
+	// is stopped when it is reached.
 	ScriptTimeout time.Duration
+	// ScriptMemory bounds what a script node's run may allocate, in bytes
+	// (default DefaultScriptMemory, 64 MiB).
+	ScriptMemory int64
+	// Limits bound the work of a command and the size of a process
+	// (zero fields: DefaultLimits).
+	Limits Limits
 	// ScriptOutput receives what scripts print (console.log,
 	// System.out.println), one line per call prefixed with the node; nil
 	// discards it.
@@ -219,6 +229,10 @@ type Engine struct {
 	depth int
 	j     journal // the undo journal of the running command
 
+	tokens int                     // node and arc tokens the running command created
+	stop   atomic.Pointer[error]   // set by Interrupt
+	script atomic.Pointer[running] // the script the command runs, if any
+
 	backtracking bool // undoing tokens: completions are not dead ends
 
 	values map[any]any // node types' scratch space for the command
@@ -249,6 +263,7 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 		return nil
 	}
 	e.depth = 1
+	e.tokens = 0
 	e.j.begin()
 	var root *Process
 	if p != nil {
@@ -258,6 +273,13 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 	defer func() {
 		e.depth = 0
 		r := recover()
+		if r == nil {
+			if s := e.stop.Load(); s != nil {
+				// Interrupted after its last step: the command still fails.
+				e.j.rollback()
+				r = abort{*s}
+			}
+		}
 		if r != nil {
 			e.j.rollback()
 		}
@@ -273,6 +295,9 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 			err = a.err
 		}
 	}()
+	if s := e.stop.Load(); s != nil {
+		e.Fail(*s)
+	}
 	fn()
 	return nil
 }
@@ -354,6 +379,7 @@ func (e *Engine) startProcess(p *Process) {
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
 	e.mutP(p)
+	e.created(p)
 	p.Seq++
 	t := p.allocNodeToken()
 	*t = NodeToken{
@@ -435,6 +461,7 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
 	e.mutP(p)
 	e.mutN(parent)
+	e.created(p)
 	p.Seq++
 	a := p.allocArcToken()
 	*a = ArcToken{
@@ -1035,6 +1062,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 		if setName == "" {
 			e.Fail(refuse(ErrInvalidArgument, "a token set needs a name"))
 		}
+		e.checkTokenSet(count)
 		p := t.Process
 		names := []string{arcName}
 		exits := t.Node.OutArcsNamed(arcName)

@@ -327,6 +327,7 @@ func (nn nestedNode) Execute(e *Engine, t *NodeToken) error {
 	if len(g.StartNodes()) == 0 {
 		return refuse(ErrNoStartNodes, "nested definition %s has no start nodes", g)
 	}
+	e.checkNesting(t.Process, g.Name)
 	child := e.newProcess(g, t.FullEnv().Copy(), t.Process, t)
 	e.startProcess(child)
 	return nil

@@ -289,7 +289,7 @@ func (s *Server) guardStream(need auth.Role, h http.HandlerFunc, queryToken bool
 		if secret == "" {
 			detail := "this server needs an access token: send Authorization: Bearer <token>"
 			if !s.cfg.Auth.Configured() {
-				detail = "this server listens beyond loopback and has no access tokens configured, so it refuses every request; create one with `veena token create`"
+				detail = "this server listens beyond loopback and has no access tokens configured, so it refuses every request; create one with `veena access-token create`"
 			}
 			writeProblem(w, newProblem(CodeUnauthorized, detail))
 			return
