@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
 )
 
@@ -19,13 +20,22 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
+	// Label is the definition's display name (a BPMN process's name).
+	Label string `json:"label,omitempty"`
 	// Related names the other definitions loaded from the same file (a
-	// schema's children).
+	// BPMN file with several executable processes, a schema's children).
 	Related []string `json:"related,omitempty"`
+	// Warnings are the static checks' findings (unreachable elements,
+	// joins that can deadlock, …), each with the line and column of the
+	// element it names.
+	Warnings []Problem `json:"warnings,omitempty"`
 	// Detail is what the definition's format says of it beyond nodes and
 	// arcs (a schema's context keys, trigger, initial almanac).
 	Detail any `json:"detail,omitempty"`
 }
+
+// Problem is a message about a definition, with where it is in the file.
+type Problem = graph.Problem
 
 // Node is a node of a definition. External is the instance it was imported
 // through ("" for the definition's own nodes).
@@ -37,12 +47,14 @@ type Node struct {
 	Join      string `json:"join"`
 	JoinParam string `json:"joinParam"`
 	Guard     string `json:"guard"`
-	// Label is the display name, Kind the node's kind in its format's
-	// words (a schema's "event"); Detail what the format says of the node
-	// (a schema node's actions, waits and connections).
-	Label  string `json:"label,omitempty"`
-	Kind   string `json:"kind,omitempty"`
-	Detail any    `json:"detail,omitempty"`
+	// Label is the display name (BPMN name, PNML name text); Kind the
+	// element the node was compiled from (userTask, exclusiveGateway, …;
+	// "node", "wait", … for Sarasvati nodes).
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
+	// Detail is what the format says of the node (a schema node's
+	// actions, waits and connections).
+	Detail any `json:"detail,omitempty"`
 }
 
 // Arc is an arc of a definition; Name is nil for the default arc.
