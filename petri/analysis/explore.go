@@ -79,6 +79,7 @@ type explorer struct {
 	parentBy []uint32 // and the transition fired
 
 	maxStates int
+	final     petri.Marking // the marking Completes asks about, if any
 	coverable bool  // ancestors may be checked for strict covering
 	growing   []int // places that grow without limit, once coversAncestor found some
 
