@@ -14,6 +14,7 @@ import (
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/petri/analysis"
 )
 
 // loadOffline loads definition files (and directories of *.wf.xml files)
@@ -117,14 +118,64 @@ func collectLoadErrors(err error, out *[]*graph.LoadError) {
 }
 
 func newCheckCmd() *cobra.Command {
-	var quiet bool
+	var (
+		quiet     bool
+		analyseIt bool
+		bundle    bool
+		asJSON    bool
+		maxStates int
+	)
 	cmd := &cobra.Command{
 		Use:   "check FILE|DIR...",
 		Short: "Check definition files offline; problems are printed as file:line:column",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check definition files offline; problems are printed as file:line:column.
+
+With --analyse each definition's state space is explored: a Petri net's own
+(boundedness, deadlocks with a shortest firing sequence, dead transitions,
+liveness, reversibility, workflow-net soundness), a process graph's through
+its translation into a net (whether an AND join can wait for ever, whether
+every run can finish). The exit status is 2 when an analysis finds a way for
+a process to get stuck. --bundle loads all PNML files as one bundle,
+superposed by place and transition name.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			loaded, failed := loadOffline(graph.NewRepository(), args)
+			repo := graph.NewRepository()
+			loaded, failed := map[string]*graph.Graph{}, map[string]error{}
+			var others, nets []string
+			for _, a := range args {
+				if src, err := readHead(a); err == nil && isPNML(a, src) {
+					nets = append(nets, a)
+				} else {
+					others = append(others, a)
+				}
+			}
+			loadPNML(repo, nets, bundle, loaded, failed)
+			if len(others) > 0 {
+				l, f := loadOffline(repo, others)
+				maps.Copy(loaded, l)
+				maps.Copy(failed, f)
+			}
 			out := cmd.OutOrStdout()
+			if analyseIt {
+				stuck := 0
+				for _, k := range slices.Sorted(maps.Keys(loaded)) {
+					bad, err := analyse(out, strings.SplitN(k, "#", 2)[0], loaded[k], maxStates, asJSON)
+					if err != nil {
+						failed[k] = err
+					}
+					if bad {
+						stuck++
+					}
+				}
+				if len(failed) > 0 {
+					printLoadErrors(cmd.ErrOrStderr(), failed)
+					return &exitError{code: 1, msg: fmt.Sprintf("veena check: %d of %d files have problems", len(failed), len(args))}
+				}
+				if stuck > 0 {
+					return &exitError{code: 2, msg: fmt.Sprintf("veena check: %d definitions can get stuck", stuck)}
+				}
+				return nil
+			}
 			if !quiet {
 				for _, k := range slices.Sorted(maps.Keys(loaded)) {
 					g := loaded[k]
@@ -139,7 +190,27 @@ func newCheckCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print problems only")
+	cmd.Flags().BoolVar(&analyseIt, "analyse", false, "explore each definition's state space and report what can go wrong")
+	cmd.Flags().BoolVar(&bundle, "bundle", false, "load the PNML files as one bundle, superposed by name")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --analyse, print each analysis as JSON (the API's form)")
+	cmd.Flags().IntVar(&maxStates, "max-states", analysis.DefaultMaxStates, "with --analyse, stop exploring after this many states")
 	return cmd
+}
+
+// readHead reads the start of a file, to sniff its format; a directory
+// gives an error.
+func readHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	n, err := f.Read(buf)
+	if n == 0 && err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
 }
 
 // kernelEnv builds a kernel environment from --env NAME=VALUE flags.

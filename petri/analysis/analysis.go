@@ -153,6 +153,15 @@ func Analyze(n *petri.Net, opts Options) *Result {
 		coverability(n, m0, opts.MaxStates, r)
 	case errors.Is(err, errLimit):
 		r.Reason = fmt.Sprintf("the state space has more than %d states", opts.MaxStates)
+		most, at := int32(0), 0
+		for p, v := range g.most {
+			if v > most {
+				most, at = v, p
+			}
+		}
+		if most > 1 {
+			r.Reason += fmt.Sprintf(" (the most tokens seen in one place: %d in %s)", most, n.Places[at].ID)
+		}
 		g.partial(r)
 		if g.coverable && !n.Inhibitors {
 			// The coverability graph may still show the net unbounded.

@@ -80,8 +80,8 @@ type explorer struct {
 
 	maxStates int
 	final     petri.Marking // the marking Completes asks about, if any
-	coverable bool  // ancestors may be checked for strict covering
-	growing   []int // places that grow without limit, once coversAncestor found some
+	coverable bool          // ancestors may be checked for strict covering
+	growing   []int         // places that grow without limit, once coversAncestor found some
 
 	// Per place: most and fewest tokens seen.
 	most   []int32

@@ -103,9 +103,9 @@ func arcName(a *graph.Arc) string {
 }
 
 type builder struct {
-	g        *graph.Graph
-	tr       *Translation
-	places   []*graph.Node
+	g           *graph.Graph
+	tr          *Translation
+	places      []*graph.Node
 	joinNode    map[int]*graph.Node
 	names       map[string]int
 	transitions int
