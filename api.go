@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/veena-wf/veena/internal/snapshot"
 	"github.com/veena-wf/veena/kernel"
@@ -27,7 +29,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 			return nil, invalid("a context key must not be empty")
 		}
 	}
-	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.Start(g, env)
 		if err != nil {
 			return nil, err
@@ -75,27 +77,73 @@ func tokenOp(kind opKind, id string) (*op, error) {
 	return &op{Kind: kind, Process: pid, Token: idx}, nil
 }
 
-// Process returns a process.
+// Process returns a process; a stalled one says why, and the failures of
+// its timers are listed.
 func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 	row, err := e.store.Process(ctx, id)
 	if err != nil {
 		return nil, storeError("read process", err)
 	}
-	return processRow(row)
+	out, err := processRow(row)
+	if err != nil {
+		return nil, err
+	}
+	failures, err := e.store.TimerFailures(ctx, id, 0)
+	if err != nil {
+		return nil, storeError("read timer failures", err)
+	}
+	if !out.Stalled && len(failures) == 0 {
+		return out, nil
+	}
+	p, err := snapshot.Decode(row, e.graphs(ctx))
+	if err != nil {
+		return nil, err
+	}
+	kernel.Reindex(p)
+	if out.Stalled {
+		out.Stall = stallOf(p)
+	}
+	for _, f := range failures {
+		tf := TimerFailure{Token: nodeTokenID(id, f.Token), Message: f.Message, At: f.At.UTC(), Attempts: f.Attempts, DueAt: f.DueAt.UTC()}
+		if f.Token >= 0 && f.Token < len(p.NodeTokens) {
+			tf.Node = p.NodeTokens[f.Token].Node.QualifiedName()
+		}
+		out.TimerFailures = append(out.TimerFailures, tf)
+	}
+	return out, nil
 }
 
-// Processes lists processes by ID, filtered.
+// TotalCap is where a listing stops counting: a total of TotalCap with
+// TotalCapped set means "at least".
+const TotalCap = 10000
+
+// Processes lists processes, newest first (oldest first with f.Oldest),
+// filtered, with the total count of those that match (up to TotalCap).
 func (e *Engine) Processes(ctx context.Context, f ProcessFilter) (*ProcessPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, 1000)
-	sf := store.Filter{Definition: f.Definition, State: f.State, After: f.After, Limit: limit + 1}
+	sf := store.Filter{Definition: f.Definition, Version: f.Version, IDPrefix: f.ID, Node: f.Node, Stalled: f.Stalled,
+		Context: f.Context, Search: f.Search, CreatedFrom: f.CreatedAfter, CreatedTo: f.CreatedBefore, Oldest: f.Oldest}
+	if f.Version > 0 && f.Definition == "" {
+		return nil, invalid("a version filter needs the definition it is a version of")
+	}
 	if f.State != "" {
-		if _, ok := kernel.ParseState(f.State); !ok {
-			return nil, invalid("unknown process state %q", f.State)
+		for _, st := range strings.Split(f.State, ",") {
+			st = strings.TrimSpace(st)
+			if _, ok := kernel.ParseState(st); !ok {
+				return nil, invalid("unknown process state %q", st)
+			}
+			sf.States = append(sf.States, st)
 		}
+	}
+	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedBefore.After(f.CreatedAfter) {
+		return &ProcessPage{Items: []Process{}}, nil
+	}
+	if e.timeOrderedIDs {
+		sf.MinID, sf.MaxID = idBounds(f.CreatedAfter, f.CreatedBefore)
 	}
 	if f.ParentToken != "" {
 		pid, idx, err := parseNodeTokenID(f.ParentToken)
@@ -104,11 +152,20 @@ func (e *Engine) Processes(ctx context.Context, f ProcessFilter) (*ProcessPage, 
 		}
 		sf.Parent, sf.ParentToken = pid, idx
 	}
+	page := &ProcessPage{}
+	if !f.NoTotal {
+		n, err := e.store.CountProcesses(ctx, sf, TotalCap)
+		if err != nil {
+			return nil, storeError("count processes", err)
+		}
+		page.Total, page.TotalCapped = n, n >= TotalCap
+	}
+	sf.After, sf.Limit = f.After, limit+1
 	rows, err := e.store.Processes(ctx, sf)
 	if err != nil {
 		return nil, storeError("list processes", err)
 	}
-	page := &ProcessPage{Items: make([]Process, 0, min(len(rows), limit))}
+	page.Items = make([]Process, 0, min(len(rows), limit))
 	for i, r := range rows {
 		if i == limit {
 			page.Next = rows[i-1].ID
@@ -121,6 +178,30 @@ func (e *Engine) Processes(ctx context.Context, f ProcessFilter) (*ProcessPage, 
 		page.Items = append(page.Items, *p)
 	}
 	return page, nil
+}
+
+// idMargin widens the IDs a time range looks in: an ID is made a moment
+// before or after the creation time the engine's clock gives.
+const idMargin = time.Minute
+
+// idBounds turns a creation time range into bounds on time-ordered
+// (UUIDv7) IDs, "" where it does not bound.
+func idBounds(from, to time.Time) (lo, hi string) {
+	stamp := func(t time.Time) string {
+		ms := t.UnixMilli()
+		if ms < 0 {
+			ms = 0
+		}
+		h := fmt.Sprintf("%012x", ms)
+		return h[:8] + "-" + h[8:]
+	}
+	if !from.IsZero() {
+		lo = stamp(from.Add(-idMargin))
+	}
+	if !to.IsZero() {
+		hi = stamp(to.Add(idMargin)) + "-~"
+	}
+	return lo, hi
 }
 
 // CancelProcess cancels an executing process and the nested processes its

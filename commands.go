@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/veena-wf/veena/kernel"
 )
@@ -26,6 +28,7 @@ type op struct {
 	TokenSet *opTokenSet       `json:"tokenSet,omitempty"` // complete with a new token set
 	Match    map[string]string `json:"match,omitempty"`    // event: the context it matched
 	Node     string            `json:"node,omitempty"`     // event: the node whose token it completes
+	Args     *workArgs         `json:"args,omitempty"`     // the work layer's commands (work.go)
 }
 
 // opKind names what an op does.
@@ -39,6 +42,9 @@ const (
 	opTokenEnv   opKind = "token_env"
 	opEvent      opKind = "event"
 	opTimer      opKind = "timer"
+	// opIndex rewrites the rows of a tree unchanged but for what the store
+	// indexes (where each process waits), for rows an older Veena wrote.
+	opIndex opKind = "index"
 )
 
 type opTokenSet struct {
@@ -57,6 +63,11 @@ type outcome struct {
 	Env     map[string]Value `json:"env,omitempty"`
 	None    bool             `json:"none,omitempty"`
 	Error   *outcomeError    `json:"error,omitempty"`
+	// The work layer's commands answer a task, job, incident or attachment.
+	Task       *Task       `json:"task,omitempty"`
+	Job        *Job        `json:"job,omitempty"`
+	Incident   *Incident   `json:"incident,omitempty"`
+	Attachment *Attachment `json:"attachment,omitempty"`
 }
 
 type outcomeError struct {
@@ -101,7 +112,7 @@ func decodeOutcome(b []byte) (*outcome, error) {
 	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, err
 	}
-	if o.Process == nil && o.Env == nil && !o.None && o.Error == nil {
+	if o.Process == nil && o.Env == nil && !o.None && o.Error == nil && o.Task == nil && o.Job == nil && o.Incident == nil && o.Attachment == nil {
 		return nil, fmt.Errorf("empty command outcome %s", b)
 	}
 	return &o, nil
@@ -110,10 +121,13 @@ func decodeOutcome(b []byte) (*outcome, error) {
 // bind turns an op into the kernel part of its command. res receives the
 // token environment a token_env op returns.
 func (o *op) bind(res *outcome) commandFunc {
-	return func(ke *kernel.Engine, t *tree) (*kernel.Process, error) {
+	return func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p := t.root.Find(o.Process)
 		if p == nil {
 			return nil, notFound("process %s", o.Process)
+		}
+		if o.Kind.isWork() {
+			return p, o.work(ke, p, c, res)
 		}
 		switch o.Kind {
 		case opCancel:
@@ -121,9 +135,17 @@ func (o *op) bind(res *outcome) commandFunc {
 		case opProcessEnv:
 			applyPatch(p.Env, o.Env)
 			p.Dirty = true
-			return p, nil
+			seq, err := ke.FireProcessEvent(p, kernel.EnvChanged)
+			c.note(p.ID, seq, o.user(), patchKeys(o.Env))
+			return p, err
 		case opEvent:
 			return p, o.event(ke, p)
+		case opIndex:
+			if len(t.unindexed) == 0 {
+				return nil, errNoChange
+			}
+			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
+			return p, nil
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange
@@ -148,7 +170,9 @@ func (o *op) bind(res *outcome) commandFunc {
 			applyTokenPatch(tok, o.Env)
 			p.Dirty = true
 			res.Env = tok.Env.Map()
-			return p, nil
+			seq, err := ke.FireWorkEvent(tok, kernel.EnvChanged)
+			c.note(p.ID, seq, o.user(), patchKeys(o.Env))
+			return p, err
 		}
 		return nil, invalid("unknown command %q", o.Kind)
 	}
@@ -205,4 +229,25 @@ func (o *op) event(ke *kernel.Engine, p *kernel.Process) error {
 	applyPatch(p.Env, o.Env)
 	p.Dirty = true
 	return ke.Complete(found[0])
+}
+
+// user is who sent the op, if it says.
+func (o *op) user() string {
+	if o.Args == nil {
+		return ""
+	}
+	return o.Args.User
+}
+
+// patchKeys lists the attributes a patch sets or removes, for the audit trail.
+func patchKeys(m map[string]*Value) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v == nil {
+			k = "-" + k
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
 }

@@ -49,6 +49,7 @@ func definitionOf(g *graph.Graph) *Definition {
 	for i, a := range g.Arcs {
 		d.Arcs[i] = arcOf(a)
 	}
+	d.Net, d.Warnings = netViewOf(g), g.Warnings
 	return d
 }
 
@@ -77,6 +78,7 @@ func (e *Engine) process(p *kernel.Process, t *tree) *Process {
 			out.Context = c
 		}
 	}
+	setWaits(out, p)
 	return out
 }
 
@@ -95,6 +97,7 @@ func processRow(r *store.Process) (*Process, error) {
 		id := nodeTokenID(r.Parent, r.ParentToken)
 		out.ParentToken = &id
 	}
+	setRowWaits(out, r)
 	return out, nil
 }
 
@@ -156,8 +159,8 @@ func historyOf(p *kernel.Process) *TokenHistory {
 
 // eventTypeCodes are the numbers of the kernel's event types in the
 // compact record, by kernel.EventType.Index.
-var eventTypeCodes = func() []byte {
-	codes := make([]byte, len(kernel.EventTypes))
+var eventTypeCodes = func() []uint64 {
+	codes := make([]uint64, len(kernel.EventTypes))
 	for i, t := range kernel.EventTypes {
 		codes[i] = store.TypeCode(t.String())
 	}
@@ -178,7 +181,7 @@ func eventRecord(q *kernel.Process) store.EventRecord {
 		if a := ev.ArcToken(); a != nil {
 			arc = a.ID
 		}
-		var code byte
+		var code uint64
 		if i := ev.Type.Index(); i >= 0 {
 			code = eventTypeCodes[i]
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/veena-wf/veena/format/pnml"
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
@@ -62,7 +63,13 @@ func (e *Engine) compile(file string, src []byte, format string) (*graph.Graph, 
 			return nil, definitionError(err)
 		}
 		return g, nil
-	case "bpmn", "pnml", "schema":
+	case pnml.Format:
+		g, err := pnml.Load(file, src)
+		if err != nil {
+			return nil, definitionError(err)
+		}
+		return g, nil
+	case "bpmn", "schema":
 		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
 	}
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
@@ -85,7 +92,7 @@ func (e *Engine) syncDefinitions(ctx context.Context) error {
 // addGraph prepares a compiled graph and stores it as the next version of
 // its name, unless the latest version is identical. The caller holds defMu.
 func (e *Engine) addGraph(ctx context.Context, g *graph.Graph) (*graph.Graph, bool, error) {
-	if err := e.k.Prepare(g); err != nil {
+	if err := e.prepareGraph(g); err != nil {
 		return nil, false, definitionError(err)
 	}
 	for attempt := 0; ; attempt++ {

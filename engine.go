@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/internal/snapshot"
 	"github.com/veena-wf/veena/kernel"
@@ -82,7 +83,18 @@ type Engine struct {
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
 
+	jobMu   sync.Mutex
+	jobWait map[string]chan struct{} // job type -> closed when jobs may be available
+
 	lastPurge time.Time // of finished inbox commands, by the background loop
+
+	analysing chan struct{} // one state-space exploration at a time
+	analyses  analysisCache
+
+	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
+	// the engine's clock gives, so that a creation time range is a range
+	// of IDs.
+	timeOrderedIDs bool
 
 	runMu   sync.Mutex
 	stop    context.CancelFunc
@@ -117,9 +129,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		repo:  graph.NewRepository(),
 		subs:  map[string]map[*subscriber]struct{}{},
 		wake:  make(chan struct{}, 1),
+
+		analysing: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
 		e.clock = time.Now
+		e.timeOrderedIDs = timeOrdered(k.NewID)
 	}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -141,6 +156,21 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// timeOrdered reports whether newID makes UUIDv7 IDs stamped with the
+// time they are made.
+func timeOrdered(newID func() string) bool {
+	if newID == nil {
+		return false
+	}
+	id, err := uuid.Parse(newID())
+	if err != nil || id.Version() != 7 {
+		return false
+	}
+	sec, nsec := id.Time().UnixTime()
+	d := time.Since(time.Unix(sec, nsec))
+	return d > -idMargin && d < idMargin
 }
 
 // Kernel returns the kernel the engine runs.
@@ -200,7 +230,8 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		lease = 30 * time.Second
 	}
 	lastSync := time.Now()
-	var lastDrain time.Time
+	var lastDrain, lastIndex, lastExpiry time.Time
+	indexed := false
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -232,9 +263,17 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 				wait = max(d, 10*time.Millisecond)
 			}
 		}
+		if !indexed && time.Since(lastIndex) >= 10*time.Second {
+			lastIndex = time.Now()
+			indexed = e.indexOldRows(ctx)
+		}
 		if time.Since(lastDrain) >= inboxGrace/2 {
 			lastDrain = time.Now()
 			e.drainAbandoned(ctx)
+		}
+		if time.Since(lastExpiry) >= time.Second {
+			lastExpiry = time.Now()
+			e.expireLeases(ctx)
 		}
 		if time.Since(lastSync) > 5*time.Second {
 			lastSync = time.Now()
@@ -255,15 +294,79 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// fireTimer runs a due delayed token's guard again, as a command.
+// indexOldRows rewrites the rows of executing processes that an older
+// Veena wrote without where they wait (so that listings find them by
+// node), a batch at a time; it reports whether none is left.
+func (e *Engine) indexOldRows(ctx context.Context) bool {
+	rows, err := e.store.Processes(ctx, store.Filter{Unindexed: true, States: []string{kernel.Executing.String()}, Oldest: true, Limit: 200})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("veena: find processes to index", "err", err)
+		}
+		return false
+	}
+	for _, r := range rows {
+		if ctx.Err() != nil {
+			return false
+		}
+		if _, err := e.submit(ctx, &op{Kind: opIndex, Process: r.ID}, ""); err != nil && ctx.Err() == nil {
+			e.log.Warn("veena: index where a process waits", "process", r.ID, "err", err)
+			return false
+		}
+	}
+	return len(rows) == 0
+}
+
+// fireTimer runs a due delayed token's guard again, as a command. If the
+// command fails (the guard cannot be evaluated, say), the failure is kept
+// on the timer, where the process shows it, and the timer is tried again
+// later, backing off from 30 s to 10 min.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
-	// A timer whose process is gone has nothing left to do; any other
-	// refusal is worth a warning.
-	if err == nil && out.Error != nil && out.Error.Code != ErrNotFound.Code {
-		err = out.err()
+	var failed *kernel.Error
+	switch {
+	case err == nil && out.Error != nil:
+		failed = out.err().(*kernel.Error)
+	case err != nil && !errors.As(err, &failed):
+		return err
 	}
-	return err
+	// A timer whose process is gone has nothing left to do; a store that
+	// cannot be reached is no failure of the timer.
+	if failed == nil || failed.Code == ErrNotFound.Code || failed.Code == ErrUnavailable.Code || failed.Code == "schema_mismatch" {
+		return err
+	}
+	prev, err := e.store.TimerFailures(ctx, t.Process, 0)
+	if err != nil {
+		return storeError("read timer failures", err)
+	}
+	attempts := 1
+	for _, f := range prev {
+		if f.Token == t.Token && f.DueAt.Equal(t.DueAt) {
+			attempts = f.Attempts + 1
+		}
+	}
+	now := e.clock()
+	f := store.TimerFailure{Process: t.Process, Token: t.Token, DueAt: t.DueAt, Message: failed.Error(), At: now}
+	if err := e.store.FailTimer(ctx, f, now.Add(timerRetry(attempts))); err != nil {
+		return storeError("record the timer's failure", err)
+	}
+	level := slog.LevelWarn
+	if attempts > 1 {
+		level = slog.LevelDebug // said once: the process shows it
+	}
+	e.log.Log(ctx, level, "veena: a delayed token's guard failed; the process shows it, and it is tried again later",
+		"process", t.Process, "token", nodeTokenID(t.Process, t.Token), "attempts", attempts, "code", failed.Code, "err", failed.Error())
+	return nil
+}
+
+// timerRetry is how long a timer that failed for the n-th time waits
+// before it is tried again: 30 s, doubling up to 10 min.
+func timerRetry(n int) time.Duration {
+	d := 30 * time.Second
+	for i := 1; i < n && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
 }
 
 // errNoChange ends a command that finds nothing to do.
@@ -276,11 +379,15 @@ type tree struct {
 	version int64
 	context map[string]map[string]string // process id -> context
 	before  map[string]processFacts
+	// unindexed holds the processes whose rows were written without
+	// their waits (by an older Veena): their wait nodes are written whole.
+	unindexed map[string]bool
 }
 
 type processFacts struct {
-	state  kernel.State
-	timers int
+	state     kernel.State
+	timers    int
+	waitNodes []string
 }
 
 func factsOf(p *kernel.Process) processFacts {
@@ -291,6 +398,7 @@ func factsOf(p *kernel.Process) processFacts {
 				f.timers++
 			}
 		}
+		f.waitNodes = waitNodesOf(p)
 	}
 	return f
 }
@@ -327,7 +435,7 @@ func (e *Engine) graphOf(ctx context.Context, name string, version int) (*graph.
 
 // prepare readies a graph for the kernel (once).
 func (e *Engine) prepare(g *graph.Graph) error {
-	if err := e.k.Prepare(g); err != nil {
+	if err := e.prepareGraph(g); err != nil {
 		return fmt.Errorf("definition %s: %w", g, definitionError(err))
 	}
 	return nil
@@ -347,6 +455,12 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 		if len(r.Context) > 0 {
 			t.context[r.ID] = r.Context
 		}
+		if r.Waits == nil {
+			if t.unindexed == nil {
+				t.unindexed = map[string]bool{}
+			}
+			t.unindexed[r.ID] = true
+		}
 		if r.ID != r.Root {
 			e.roots.put(r.ID, r.Root)
 		}
@@ -356,8 +470,10 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 }
 
 // commandFunc is the kernel part of a command: it changes the tree and
-// returns the process whose state the caller gets back.
-type commandFunc func(ke *kernel.Engine, t *tree) (*kernel.Process, error)
+// returns the process whose state the caller gets back. c reads the work
+// rows the command decides on and collects what it writes besides the
+// tree (see work.go).
+type commandFunc func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error)
 
 // command runs one command on the tree rooted at root ("" starts a new
 // tree) as one store transaction, and fills res with its result. For an
@@ -375,11 +491,11 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	var early *plan
 	if root != "" {
 		if t := e.cache.take(root); t != nil {
-			early = e.run(t, fn)
+			early = e.run(t, fn, e.store, ctx)
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
-		early = e.run(&tree{context: map[string]map[string]string{}}, fn)
+		early = e.run(&tree{context: map[string]map[string]string{}}, fn, e.store, ctx)
 	}
 	var done *plan
 	var prev *outcome
@@ -412,7 +528,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 					if err != nil {
 						return err
 					}
-					p = e.run(t, fn)
+					p = e.run(t, fn, tx, ctx)
 				}
 			}
 			if p.err != nil {
@@ -436,6 +552,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	expect := root != "" && early != nil && early.err == nil
 	err := attempt(expect)
 	if expect && errors.Is(err, store.ErrStale) {
+		// The tree, or a work row the command read, changed meanwhile.
 		early = nil
 		err = attempt(false)
 	}
@@ -465,6 +582,7 @@ func (e *Engine) committed(p *plan) {
 			e.cache.put(p.tree.root.ID, p.tree)
 		}
 		e.publish(p.events)
+		e.wakeJobs(p.cmd.wake)
 	}
 }
 
@@ -484,6 +602,7 @@ type plan struct {
 	ctxDrop  []string // processes whose context stops counting
 	unique   []string
 	bump     bool // the root row is not rewritten: set its version
+	cmd      *cmd // the work rows the command writes, its audit notes
 }
 
 type timerWrite struct {
@@ -491,17 +610,20 @@ type timerWrite struct {
 	timers  []store.Timer
 }
 
-// run runs fn on t and works out what to write; t is changed in place. A
-// panic in user code (a node type, a listener) fails the command.
-func (e *Engine) run(t *tree, fn commandFunc) (p *plan) {
-	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys}
+// run runs fn on t and works out what to write; t is changed in place;
+// rows is where the command reads work rows (the store before the
+// transaction, the transaction in it). A panic in user code (a node type,
+// a listener) fails the command.
+func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context) (p *plan) {
+	now := e.clock()
+	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys, cmd: &cmd{ctx: ctx, rows: rows, now: now.UTC()}}
 	defer func() {
 		if r := recover(); r != nil {
 			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
 		}
 	}()
-	ke := e.k.Engine(e.clock())
-	target, err := fn(ke, t)
+	ke := e.k.Engine(now)
+	target, err := fn(ke, t, p.cmd)
 	if err != nil {
 		p.err = err
 		return p
@@ -534,11 +656,19 @@ func (p *plan) prepare() error {
 			rec.TreeVersion = t.version
 			rootSeen = true
 		}
+		recordWaits(rec, q)
 		if b, ok := t.before[q.ID]; ok {
 			rec.StoredState = b.state.String()
+			if !t.unindexed[q.ID] {
+				rec.StoredWaitNodes = b.waitNodes
+			}
 		}
+		delete(t.unindexed, q.ID)
 		p.records = append(p.records, rec)
 		before, known := t.before[q.ID]
+		if len(q.Effects) > 0 {
+			p.cmd.effects(q)
+		}
 		if len(q.Events) > 0 {
 			r := eventRecord(q)
 			p.events = append(p.events, r)
@@ -571,6 +701,7 @@ func (p *plan) prepare() error {
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
 		q.Events = nil
+		q.Effects = nil
 		q.Dirty = false
 	})
 	if err != nil {
@@ -613,7 +744,7 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return p.cmd.apply(ctx, tx)
 }
 
 // rootOf returns the root of the tree a process belongs to: the process

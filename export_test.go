@@ -1,6 +1,10 @@
 package veena
 
-import "context"
+import (
+	"context"
+
+	"github.com/veena-wf/veena/store"
+)
 
 // HoldTree takes a process tree's lock in this engine, as a running command
 // does, until the returned function is called: commands sent meanwhile
@@ -14,3 +18,6 @@ func DrainAbandoned(ctx context.Context, e *Engine) { e.drainAbandoned(ctx) }
 
 // Cached tells whether the engine keeps the tree rooted at root decoded.
 func Cached(e *Engine, root string) bool { return e.cache.has(root) }
+
+// StoreOf is the store an engine runs on.
+func StoreOf(e *Engine) store.Store { return e.store }

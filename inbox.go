@@ -139,7 +139,7 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 				}
 			}
 			out = &outcome{}
-			p := e.run(t, o.bind(out))
+			p := e.run(t, o.bind(out), tx, ctx)
 			if p.err != nil {
 				return p.err
 			}

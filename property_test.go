@@ -113,7 +113,7 @@ func TestSameHistoryOnEveryStore(t *testing.T) {
 				apply("start "+def, func(e *veena.Engine) (any, error) {
 					return e.StartProcess(ctx, veena.StartRequest{Definition: def, Env: env})
 				})
-				page, err := ref.Processes(ctx, veena.ProcessFilter{Limit: 1000, After: fmt.Sprintf("c%05d-", check)})
+				page, err := ref.Processes(ctx, veena.ProcessFilter{Limit: 1000, ID: fmt.Sprintf("c%05d-", check), Oldest: true})
 				if err != nil {
 					rt.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
 )
 
@@ -19,6 +20,11 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
+	// Net is a Petri net's places, transitions and arcs with their
+	// markings, annotations and weights (nil for other formats).
+	Net *NetView `json:"net,omitempty"`
+	// Warnings are what the definition loaded with but may not mean.
+	Warnings []graph.Problem `json:"warnings,omitempty"`
 }
 
 // Node is a node of a definition. External is the instance it was imported
@@ -53,6 +59,20 @@ type Process struct {
 	Context     map[string]string `json:"context,omitempty"`
 	CreatedAt   time.Time         `json:"createdAt"`
 	UpdatedAt   time.Time         `json:"updatedAt"`
+	// WaitingAt is where an executing process waits: its active node
+	// tokens and the joins where arc tokens wait (up to 20 in lists;
+	// WaitingMore counts the others).
+	WaitingAt   []Wait `json:"waitingAt"`
+	WaitingMore int    `json:"waitingMore,omitempty"`
+	// Stalled is true for an executing process that cannot move on by
+	// itself: it has no active node token, only arc tokens waiting at
+	// joins that nothing will complete. Stall (on a single process) says
+	// which join waits for which arcs.
+	Stalled bool          `json:"stalled"`
+	Stall   []StalledJoin `json:"stall,omitempty"`
+	// TimerFailures (on a single process) are delayed tokens whose guard
+	// failed when their time came.
+	TimerFailures []TimerFailure `json:"timerFailures,omitempty"`
 }
 
 // TokenSetRef is a token's membership in a token set.
@@ -147,19 +167,37 @@ type TokenSetRequest struct {
 	MemberEnv map[string][]any
 }
 
-// ProcessFilter selects processes for listing; Limit defaults to 100 (max 1000).
+// ProcessFilter selects processes for listing; Limit defaults to 100 (max
+// 1000). Every condition given must hold.
 type ProcessFilter struct {
 	Definition  string
-	State       string
-	ParentToken string
-	Limit       int
-	After       string // cursor from the previous page's Next
+	Version     int    // with Definition: that version only
+	State       string // a state, or several separated by commas
+	ParentToken string // nested processes started by this node token
+	ID          string // an ID or the start of one
+	Node        string // waiting at this node ("external:name" for an imported one)
+	Stalled     bool   // stalled processes only
+	// Context selects processes started with these context pairs, running or not.
+	Context map[string]string
+	// Search matches the start of an ID or any context value.
+	Search string
+	// CreatedAfter and CreatedBefore bound the creation time (from
+	// inclusive, to exclusive); zero does not bound.
+	CreatedAfter, CreatedBefore time.Time
+	Oldest                      bool   // oldest first (default: newest first)
+	NoTotal                     bool   // leave the total count out
+	Limit                       int    //
+	After                       string // cursor from the previous page's Next
 }
 
-// ProcessPage is one page of processes; Next is "" on the last page.
+// ProcessPage is one page of processes; Next is "" on the last page. Total
+// counts every process the filter selects, up to TotalCap: with
+// TotalCapped, there are at least that many.
 type ProcessPage struct {
-	Items []Process `json:"items"`
-	Next  string    `json:"next"`
+	Items       []Process `json:"items"`
+	Next        string    `json:"next"`
+	Total       int       `json:"total"`
+	TotalCapped bool      `json:"totalCapped,omitempty"`
 }
 
 // Error codes of the API that are not kernel refusals.

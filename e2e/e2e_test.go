@@ -222,6 +222,14 @@ type process struct {
 	Version               int
 }
 
+// processPage is the JSON of processes list: the processes, the cursor of
+// the next page and how many there are.
+type processPage struct {
+	Items []process
+	Next  string
+	Total int
+}
+
 type history struct {
 	NodeTokens []struct {
 		ID, Node string
@@ -383,10 +391,10 @@ func TestServeAndCLI(t *testing.T) {
 		t.Fatalf("start unknown: %s", errOut)
 	}
 
-	var before []process
+	var before processPage
 	c.json(&before, "processes", "list", "-o", "json")
-	if len(before) != 3 {
-		t.Fatalf("%d processes", len(before))
+	if len(before.Items) != 3 || before.Total != 3 {
+		t.Fatalf("%d processes, total %d", len(before.Items), before.Total)
 	}
 	if out := c.ok("processes", "list", "--state", "completed"); strings.Count(out, "completed") != 2 {
 		t.Fatalf("list --state completed:\n%s", out)
@@ -399,7 +407,7 @@ func TestServeAndCLI(t *testing.T) {
 	}
 	srv = serve(t, dir, cleanEnv(), "--addr", "127.0.0.1:0", "--db", db, "--definitions", defs)
 	c.env = cleanEnv("VEENA_URL=" + srv.url)
-	var after []process
+	var after processPage
 	c.json(&after, "processes", "list", "-o", "json")
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("after restart\n%v\nbefore\n%v", after, before)
@@ -416,12 +424,12 @@ func TestServeAndCLI(t *testing.T) {
 
 	// Access tokens made with the CLI take effect on the running server.
 	tc := &cli{t: t, dir: dir, env: cleanEnv("VEENA_DB=" + db)}
-	viewer := strings.TrimSpace(tc.ok("token", "create", "--role", "viewer", "--name", "watcher"))
-	operator := strings.TrimSpace(tc.ok("token", "create", "--role", "operator", "--name", "ci"))
+	viewer := strings.TrimSpace(tc.ok("access-token", "create", "--role", "viewer", "--name", "watcher"))
+	operator := strings.TrimSpace(tc.ok("access-token", "create", "--role", "operator", "--name", "ci"))
 	if !strings.HasPrefix(viewer, "veena_") || viewer == operator {
 		t.Fatalf("tokens %q %q", viewer, operator)
 	}
-	if out := tc.ok("token", "list"); !strings.Contains(out, "watcher") || !strings.Contains(out, "operator") || strings.Contains(out, viewer) {
+	if out := tc.ok("access-token", "list"); !strings.Contains(out, "watcher") || !strings.Contains(out, "operator") || strings.Contains(out, viewer) {
 		t.Fatalf("token list:\n%s", out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(filepath.Dir(db), "veena-tokens.json")); strings.Contains(string(b), viewer) {
@@ -462,7 +470,7 @@ func TestServeAndCLI(t *testing.T) {
 	}
 	defer stream.Body.Close()
 
-	tc.ok("token", "revoke", "ci")
+	tc.ok("access-token", "revoke", "ci")
 	deadline = time.Now().Add(5 * time.Second)
 	for {
 		if _, _, code := oc.run("processes", "list"); code != 0 {
@@ -716,10 +724,10 @@ func TestBackup(t *testing.T) {
 	}
 	restored := serve(t, dir, cleanEnv(), "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "copy.db"), "--no-migrate")
 	rc := &cli{t: t, dir: dir, env: cleanEnv("VEENA_URL=" + restored.url)}
-	var listed []process
+	var listed processPage
 	rc.json(&listed, "processes", "list", "-o", "json")
-	if len(listed) != len(started) {
-		t.Fatalf("the copy holds %d processes, want %d", len(listed), len(started))
+	if len(listed.Items) != len(started) {
+		t.Fatalf("the copy holds %d processes, want %d", len(listed.Items), len(started))
 	}
 	var first process
 	rc.json(&first, "processes", "show", started[0].ID, "-o", "json")

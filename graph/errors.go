@@ -56,3 +56,23 @@ func (e *LoadError) OrNil() error {
 	}
 	return e
 }
+
+// PosError is an error at a known place in a definition file, for code
+// that checks a part of a definition (a node type reading its <custom>
+// element) and knows better than the node where the problem is.
+type PosError struct {
+	Pos Pos
+	Err error
+}
+
+func (e *PosError) Error() string { return e.Err.Error() }
+
+func (e *PosError) Unwrap() error { return e.Err }
+
+// ErrorAt returns err placed at pos (err itself if pos is unknown).
+func ErrorAt(pos Pos, err error) error {
+	if err == nil || pos.Line == 0 {
+		return err
+	}
+	return &PosError{Pos: pos, Err: err}
+}

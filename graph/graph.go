@@ -159,6 +159,7 @@ type Element struct {
 	Attrs    []Attr
 	Text     string
 	Children []*Element
+	Pos      Pos // where the element starts in its file (zero if not from a file)
 }
 
 // Attr is one attribute of an Element.

@@ -35,7 +35,7 @@ func (e *Engine) Backtrack(dest *NodeToken) (result *NodeToken, err error) {
 			return nil, err
 		}
 	}
-	err = e.run(func() {
+	err = e.run(p, func() {
 		e.backtracking = true
 		func() {
 			defer func() { e.backtracking = false }()
@@ -232,7 +232,7 @@ func (b *backtracker) backtrack() *NodeToken {
 		}
 		if bt := b.backtrackToken(t); bt != t {
 			b.markNodeBacktracked(bt)
-			e.markComplete(bt)
+			e.markComplete(bt, false)
 			e.fire(bt.Process, NodeTokenCompleted, bt, nil, nil, 0)
 		}
 	}
@@ -270,6 +270,7 @@ func (b *backtracker) recreate(t *NodeToken, x ExecutionType) *NodeToken {
 // environment of t's parents and t's token-set memberships.
 func (b *backtracker) newToken(t *NodeToken, x ExecutionType, parents []*ArcToken) *NodeToken {
 	e, p := b.e, t.Process
+	e.mutP(p)
 	p.Seq++
 	nt := &NodeToken{
 		ID:        len(p.NodeTokens),
@@ -279,7 +280,8 @@ func (b *backtracker) newToken(t *NodeToken, x ExecutionType, parents []*ArcToke
 		Parents:   parents,
 		ExecType:  x,
 		CreatedAt: e.now,
-		Env:       inheritEnv(t.Parents),
+		Env:       inheritEnv(t.Parents).adopt(p, e.j.epoch),
+		epoch:     e.j.epoch,
 	}
 	if len(t.Sets) > 0 {
 		nt.Sets = append([]Membership(nil), t.Sets...)
@@ -298,7 +300,7 @@ func (b *backtracker) backtrackToken(t *NodeToken) *NodeToken {
 	switch {
 	case !t.Complete:
 		e.removeActive(t)
-		e.markComplete(t)
+		e.markComplete(t, false)
 		e.fire(p, NodeTokenCompleted, t, nil, nil, 0)
 		b.markNodeBacktracked(t)
 	case !t.ExecType.IsBacktracked():
@@ -389,7 +391,7 @@ func (b *backtracker) finishArc(na, old *ArcToken) {
 		na.Pending = false
 		b.e.fire(na.Process, ArcTokenProcessed, nil, na, nil, 0)
 	} else {
-		na.Process.enqueue(na)
+		b.e.enqueue(na.Process, na)
 	}
 }
 
@@ -416,6 +418,8 @@ func (b *backtracker) deadEnd() *NodeToken {
 }
 
 func (b *backtracker) markNodeBacktracked(t *NodeToken) {
+	b.e.mutP(t.Process)
+	b.e.mutN(t)
 	t.ExecType = t.ExecType.backtracked(t.Complete)
 	t.Process.Dirty = true
 	b.e.fire(t.Process, NodeTokenBacktracked, t, nil, nil, 0)
@@ -433,6 +437,8 @@ func (b *backtracker) markArcBacktrackedOnce(a *ArcToken) {
 }
 
 func (b *backtracker) markArcBacktracked(a *ArcToken) {
+	b.e.mutP(a.Process)
+	b.e.mutA(a)
 	a.ExecType = a.ExecType.backtracked(a.Complete)
 	a.Process.Dirty = true
 	b.e.fire(a.Process, ArcTokenBacktracked, nil, a, nil, 0)

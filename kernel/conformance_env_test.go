@@ -87,7 +87,7 @@ func TestConformanceTokenEnv(t *testing.T) {
 				b.FullEnv().Set("procAttr", String("token"))
 				wantAttr(h.t, "B full", b.FullEnv().Get, "procAttr", String("token"))
 				wantAttr(h.t, "process", h.p.Env.Get, "procAttr", String("process"))
-				if !b.FullEnv().Has("procAttr") || !b.FullEnv().Has("tr") {
+				if !b.FullEnv().Has("procAttr") || !b.FullEnv().HasTransient("tr") || b.FullEnv().Has("tr") {
 					h.t.Fatal("full env Has misses an attribute")
 				}
 				b.FullEnv().Remove("procAttr")

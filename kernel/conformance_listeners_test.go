@@ -68,7 +68,7 @@ func TestConformanceListenerMasks(t *testing.T) {
 		t.Fatal("Without on all events")
 	}
 	for i, typ := range EventTypes {
-		if uint32(typ) != 1<<i {
+		if uint64(typ) != 1<<i {
 			t.Fatalf("event %s has bit %d, want 1<<%d", typ, typ, i)
 		}
 	}

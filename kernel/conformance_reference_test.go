@@ -221,28 +221,31 @@ func TestConformanceTransients(t *testing.T) {
 	p := start(t, k, g, nil)
 	defer func() { checkNoDoubleCompletion(t, p.Events) }()
 	a := token(t, p, "nodeA")
-	if a.Env.Has("foo") || a.FullEnv().Has("foo") {
+	if a.Env.HasTransient("foo") || a.FullEnv().HasTransient("foo") {
 		t.Fatal("fresh token has foo")
 	}
 	a.SetTransient("foo", "bar")
-	if v, ok := a.Env.Transient("foo"); !ok || v != "bar" || !a.FullEnv().Has("foo") {
+	if v, ok := a.Env.Transient("foo"); !ok || v != "bar" || !a.FullEnv().HasTransient("foo") {
 		t.Fatal("token transient not set")
 	}
-	a.SetTransient("foo", nil)
 	if a.Env.Has("foo") || a.FullEnv().Has("foo") {
+		t.Fatal("a transient attribute counts as a persistent one")
+	}
+	a.SetTransient("foo", nil)
+	if a.Env.HasTransient("foo") || a.FullEnv().HasTransient("foo") {
 		t.Fatal("token transient not removed")
 	}
 
 	// Process env: visible through the token's full env only.
 	p.Env.SetTransient("foo", "bar")
-	if a.Env.Has("foo") || !a.FullEnv().Has("foo") {
+	if a.Env.HasTransient("foo") || !a.FullEnv().HasTransient("foo") {
 		t.Fatal("process transient visibility")
 	}
 	if v, ok := a.FullEnv().Transient("foo"); !ok || v != "bar" {
 		t.Fatal("full env transient read")
 	}
-	p.Env.SetTransient("foo", nil)
-	if a.FullEnv().Has("foo") {
+	p.Env.RemoveTransient("foo")
+	if a.FullEnv().HasTransient("foo") {
 		t.Fatal("process transient not removed")
 	}
 

@@ -8,7 +8,7 @@ import (
 
 // EventType is a kind of execution event. The values are bits so that
 // listeners can subscribe with a mask; they never change.
-type EventType uint32
+type EventType uint64
 
 // The execution event types, with their fixed bit values.
 const (
@@ -32,6 +32,22 @@ const (
 	ArcTokenMerged         EventType = 1 << 17
 	NodeTokenDelayed       EventType = 1 << 18
 	ArcTokenIncompleteJoin EventType = 1 << 19
+
+	// The events of the work layer (see work.go): tasks for people, jobs
+	// for programs, incidents, and changes made from outside the token game.
+	TaskCreated      EventType = 1 << 20
+	TaskClaimed      EventType = 1 << 21
+	TaskReleased     EventType = 1 << 22
+	TaskSaved        EventType = 1 << 23
+	TaskCompleted    EventType = 1 << 24
+	JobCreated       EventType = 1 << 25
+	JobCompleted     EventType = 1 << 26
+	JobFailed        EventType = 1 << 27
+	JobErrorThrown   EventType = 1 << 28
+	IncidentOpened   EventType = 1 << 29
+	IncidentResolved EventType = 1 << 30
+	EnvChanged       EventType = 1 << 31
+	AttachmentSet    EventType = 1 << 32
 )
 
 // EventTypes lists every event type in bit order.
@@ -40,6 +56,8 @@ var EventTypes = []EventType{
 	ProcessCanceled, NodeTokenCreated, NodeTokenAccepted, NodeTokenExecuted, NodeTokenDiscarded,
 	NodeTokenSkipped, NodeTokenCompleted, NodeTokenBacktracked, ArcTokenCreated, ArcTokenProcessed,
 	ArcTokenCompleted, ArcTokenBacktracked, ArcTokenMerged, NodeTokenDelayed, ArcTokenIncompleteJoin,
+	TaskCreated, TaskClaimed, TaskReleased, TaskSaved, TaskCompleted, JobCreated, JobCompleted, JobFailed,
+	JobErrorThrown, IncidentOpened, IncidentResolved, EnvChanged, AttachmentSet,
 }
 
 // eventNames are the names of the event types, in bit order.
@@ -49,12 +67,15 @@ var eventNames = [...]string{
 	"NODE_TOKEN_EXECUTED", "NODE_TOKEN_DISCARDED", "NODE_TOKEN_SKIPPED", "NODE_TOKEN_COMPLETED",
 	"NODE_TOKEN_BACKTRACKED", "ARC_TOKEN_CREATED", "ARC_TOKEN_PROCESSED", "ARC_TOKEN_COMPLETED",
 	"ARC_TOKEN_BACKTRACKED", "ARC_TOKEN_MERGED", "NODE_TOKEN_DELAYED", "ARC_TOKEN_INCOMPLETE_JOIN",
+	"TASK_CREATED", "TASK_CLAIMED", "TASK_RELEASED", "TASK_SAVED", "TASK_COMPLETED", "JOB_CREATED",
+	"JOB_COMPLETED", "JOB_FAILED", "JOB_ERROR_THROWN", "INCIDENT_OPENED", "INCIDENT_RESOLVED", "ENV_CHANGED",
+	"ATTACHMENT_SET",
 }
 
 // Index is the type's position in EventTypes (its bit number), -1 if t is
 // not one event type.
 func (t EventType) Index() int {
-	if i := bits.TrailingZeros32(uint32(t)); t == 1<<i && i < len(eventNames) {
+	if i := bits.TrailingZeros64(uint64(t)); t == 1<<i && i < len(eventNames) {
 		return i
 	}
 	return -1
@@ -80,10 +101,23 @@ func ParseEventType(name string) (EventType, bool) {
 }
 
 // EventMask is a set of event types.
-type EventMask uint32
+type EventMask uint64
 
 // AllEvents subscribes to every event type.
-const AllEvents EventMask = 0xFFFFFFFF
+const AllEvents EventMask = ^EventMask(0)
+
+// allEvents32 is what AllEvents was while event types had 32 bits; a
+// stored mask with this value subscribed to everything (see MaskFromStored).
+const allEvents32 = 0xFFFFFFFF
+
+// MaskFromStored reads a mask stored by any Veena: the 32-bit "all events"
+// of the time before the work layer's event types means all of them.
+func MaskFromStored(m uint64) EventMask {
+	if m == allEvents32 {
+		return AllEvents
+	}
+	return EventMask(m)
+}
 
 // MaskOf builds a mask from types; no types means all.
 func MaskOf(types ...EventType) EventMask {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,4 +82,302 @@ func TestCompletingNestedTokenRefused(t *testing.T) {
 	}
 	complete(t, k, p.Nested[0], "C")
 	wantHistory(t, p, `[1 P C F] (C F 2) [2 Q I F]`)
+}
+
+// TestEnvCopyOnWriteEveryWriter: a child token shares its parent's
+// environment until one of them writes, through any writer: Env.Set,
+// Remove, SetTransient, RemoveTransient, Import, SetPersistent, and the
+// token's and full environment's own methods.
+func TestEnvCopyOnWriteEveryWriter(t *testing.T) {
+	writers := map[string]func(e *Env){
+		"Set":             func(e *Env) { e.Set("x", Int(2)) },
+		"Set none":        func(e *Env) { e.Set("x", Value{}) },
+		"Remove":          func(e *Env) { e.Remove("x") },
+		"SetTransient":    func(e *Env) { e.SetTransient("tr", "other") },
+		"RemoveTransient": func(e *Env) { e.RemoveTransient("tr") },
+		"Import":          func(e *Env) { e.Import(mustEnv(t, map[string]any{"x": 9})) },
+		"SetPersistent":   func(e *Env) { e.SetPersistent(map[string]Value{"y": Int(1)}) },
+		"DropTransients":  func(e *Env) { e.DropTransients() },
+	}
+	for name, write := range writers {
+		for _, who := range []string{"child", "parent"} {
+			t.Run(name+" by "+who, func(t *testing.T) {
+				k := testKernel()
+				g := mkGraph(t, "cow", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"B"}}, N{Name: "B", Type: "wait"})
+				p := start(t, k, g, nil)
+				a := token(t, p, "A")
+				a.SetAttr("x", Int(1))
+				a.SetTransient("tr", "live")
+				complete(t, k, p, "A")
+				b := token(t, p, "B")
+				if a.Env.Key() != b.Env.Key() {
+					t.Fatal("B does not share A's environment")
+				}
+				writer, other := b, a
+				if who == "parent" {
+					writer, other = a, b
+				}
+				write(writer.Env)
+				if v, _ := other.Env.Get("x"); v != Int(1) || other.Env.Has("y") {
+					t.Fatalf("%s's write reached the other token: x=%v", who, v)
+				}
+				if v, ok := other.Env.Transient("tr"); !ok || v != "live" {
+					t.Fatalf("%s's write reached the other token's transients: %v %v", who, v, ok)
+				}
+			})
+		}
+	}
+	t.Run("token and full env writers", func(t *testing.T) {
+		k := testKernel()
+		g := mkGraph(t, "cow", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"B"}}, N{Name: "B", Type: "wait"})
+		p := start(t, k, g, nil)
+		a := token(t, p, "A")
+		a.SetAttr("x", Int(1))
+		complete(t, k, p, "A")
+		b := token(t, p, "B")
+		b.FullEnv().SetTransient("ft", 1)
+		b.FullEnv().Set("x", Int(3))
+		b.RemoveAttr("x")
+		if v, _ := a.Env.Get("x"); v != Int(1) || a.Env.HasTransient("ft") {
+			t.Fatal("a write through B's full environment reached A")
+		}
+		if !b.Env.HasTransient("ft") || p.Env.HasTransient("ft") {
+			t.Fatal("a transient written through the full environment belongs to the token")
+		}
+		b.FullEnv().RemoveTransient("ft")
+		if b.FullEnv().HasTransient("ft") {
+			t.Fatal("full environment RemoveTransient")
+		}
+	})
+}
+
+// TestEnvHasAndTransients: Has is about persistent attributes and
+// HasTransient about transient ones (the reference's hasAttribute and
+// hasTransientAttribute), so removing one kind never leaves Has answering
+// for the other.
+func TestEnvHasAndTransients(t *testing.T) {
+	e := NewEnv()
+	e.SetTransient("t", 1)
+	if e.Has("t") || !e.HasTransient("t") {
+		t.Fatal("a transient is not a persistent attribute")
+	}
+	e.Remove("t")
+	if !e.HasTransient("t") {
+		t.Fatal("Remove removed a transient")
+	}
+	e.RemoveTransient("t")
+	if e.HasTransient("t") || e.Has("t") {
+		t.Fatal("RemoveTransient left the attribute")
+	}
+	e.Set("p", Int(1))
+	e.SetTransient("p", "shadow")
+	e.Remove("p")
+	if e.Has("p") || !e.HasTransient("p") {
+		t.Fatal("removing the persistent attribute touched the transient one")
+	}
+	if got := e.TransientNames(); len(got) != 1 || got[0] != "p" {
+		t.Fatalf("TransientNames %v", got)
+	}
+}
+
+// TestMemberEnvContract: a token set's member environment has the
+// reference's per-index contract: reads out of range find nothing, writes
+// out of range are errors (not panics), a list spreads over the members,
+// removing by name removes at every index, transients per index.
+func TestMemberEnvContract(t *testing.T) {
+	k := testKernel()
+	g := mkGraph(t, "members", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"B"}}, N{Name: "B", Type: "wait"})
+	p := start(t, k, g, nil)
+	set, err := k.Engine(t0).CompleteWithNewTokenSet(token(t, p, "A"), "", "s", 3, mustEnv(t, map[string]any{"shared": "yes"}),
+		map[string][]Value{"idx": strs("zero", "one", "two", "extra")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := set.MemberEnv()
+	if m.Members() != 3 {
+		t.Fatalf("members %d", m.Members())
+	}
+	for i, want := range []string{"zero", "one", "two"} {
+		if v, ok := m.Get(i, "idx"); !ok || v != String(want) {
+			t.Fatalf("member %d idx = %v", i, v)
+		}
+	}
+	for _, i := range []int{-1, 3, 100} {
+		if _, ok := m.Get(i, "idx"); ok || m.Has(i, "idx") || len(m.Names(i)) != 0 || m.HasTransient(i, "x") {
+			t.Fatalf("read at %d found something", i)
+		}
+		for what, err := range map[string]error{
+			"Set":             m.Set(i, "idx", Int(1)),
+			"Remove":          m.Remove(i, "idx"),
+			"SetTransient":    m.SetTransient(i, "x", 1),
+			"RemoveTransient": m.RemoveTransient(i, "x"),
+		} {
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("%s at %d: %v, want %s", what, i, err, ErrInvalidArgument.Code)
+			}
+		}
+		if e := (Membership{Set: set, Member: i}).MemberEnv(); e.Len() != 0 {
+			t.Fatalf("member env at %d", i)
+		}
+	}
+	m.SetList("n", []Value{Int(10), Int(11)})
+	if v, _ := m.Get(1, "n"); v != Int(11) || m.Has(2, "n") {
+		t.Fatal("SetList spreads element i over member i and leaves the rest")
+	}
+	if err := m.Set(2, "n", Int(12)); err != nil {
+		t.Fatal(err)
+	}
+	m.RemoveAll("n")
+	for i := 0; i < 3; i++ {
+		if m.Has(i, "n") {
+			t.Fatalf("RemoveAll left member %d", i)
+		}
+	}
+	if err := m.SetTransient(1, "tr", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m.Transient(1, "tr"); !ok || v != "t1" || m.HasTransient(0, "tr") {
+		t.Fatal("transients are per member")
+	}
+	m.RemoveTransientAll("tr")
+	if m.HasTransient(1, "tr") {
+		t.Fatal("RemoveTransientAll")
+	}
+	b, err := findToken(p, "B", "s", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := b.Membership("s")
+	if v, _ := ms.MemberEnv().Get("idx"); v != String("two") {
+		t.Fatalf("member 2 sees idx=%v", v)
+	}
+}
+
+// fingerprint renders everything of a process tree a program can observe
+// through the kernel: history, states, counters, events, environments
+// (persistent and transient), active and waiting lists, the queue.
+func fingerprint(p *Process) string {
+	var b strings.Builder
+	envs := func(label string, e *Env) {
+		fmt.Fprintf(&b, "%s env %v", label, e.Map())
+		for _, n := range e.TransientNames() {
+			v, _ := e.Transient(n)
+			fmt.Fprintf(&b, " ~%s=%v", n, v)
+		}
+		b.WriteString("\n")
+	}
+	p.Root().Walk(func(q *Process) {
+		fmt.Fprintf(&b, "process %s %s seq=%d events=%d/%d dirty=%v active=%d/%d queued=%d nested=%d sets=%d listeners=%v\n%s",
+			q.Graph.Name, q.State, q.Seq, q.EventSeq, len(q.Events), q.Dirty, len(q.ActiveNodeTokens()), len(q.ActiveArcTokens()), q.queued(), len(q.Nested), len(q.TokenSets), q.Listeners, q.History())
+		envs("process", q.Env)
+		for _, t := range q.NodeTokens {
+			fmt.Fprintf(&b, "n%d %s complete=%v active=%v guard=%s exec=%s delay=%v/%d children=%d parents=%d sets=%v\n",
+				t.ID, t.Node.Name, t.Complete, t.Active(), t.GuardAction, t.ExecType, t.DelayUntil, t.DelayCount, len(t.Children), len(t.Parents), len(t.Sets))
+			envs(fmt.Sprintf("n%d", t.ID), t.Env)
+		}
+		for _, a := range q.ArcTokens {
+			fmt.Fprintf(&b, "a%d pending=%v complete=%v active=%v exec=%s child=%v\n", a.ID, a.Pending, a.Complete, a.Active(), a.ExecType, a.Child != nil)
+		}
+		for _, arc := range q.Graph.Arcs {
+			for _, a := range q.WaitingAt(arc) {
+				fmt.Fprintf(&b, "waiting %s: a%d\n", arc, a.ID)
+			}
+		}
+		for _, s := range q.TokenSets {
+			envs("set "+s.Name, s.Env)
+			for i := 0; i < s.MemberEnv().Members(); i++ {
+				envs(fmt.Sprintf("set %s member %d", s.Name, i), s.MemberEnv().Env(i))
+			}
+		}
+	})
+	return b.String()
+}
+
+// TestFailedCommandLeavesProcessAsItWas: a kernel command that fails —
+// after it created tokens, fired events, wrote environments through every
+// writer, started a nested process, made a token set — leaves the
+// in-memory tree exactly as it was, so that an embedding program has
+// nothing to reload; the next command then runs as if the failed one had
+// never been tried.
+func TestFailedCommandLeavesProcessAsItWas(t *testing.T) {
+	boom := errors.New("boom")
+	// A (wait) → S (script: writes everywhere) → T (tokenset maker) → B
+	// (member waits) and A → N (nested) ; the join J fails on demand.
+	setup := func(k *Kernel) {
+		k.RegisterNodeType("mkset", tokenSetNode("s", 2, map[string]any{"se": 1}, map[string][]Value{"m": strs("a", "b")}))
+		k.RegisterPredicate("fail", func(e *Engine, t *NodeToken) (bool, error) {
+			if v, _ := t.FullEnv().Get("fail"); v == Bool(true) {
+				return false, boom
+			}
+			return true, nil
+		})
+		k.AddGlobalListener("writer", ListenerFunc(func(e *Engine, ev *Event) EventActions {
+			if t := ev.NodeToken(); t != nil && ev.Type == NodeTokenAccepted && t.Node.Name == "B" {
+				t.Env.Set("listener", String("wrote")) // a direct write through the handle
+				t.Process.Env.SetTransient("ptr", "x")
+				for _, s := range t.Process.TokenSets {
+					_ = s.MemberEnv().Set(0, "m", String("changed"))
+					s.Env.Set("se", Int(2))
+				}
+			}
+			return 0
+		}), NodeTokenAccepted)
+		child := mkGraph(t, "kid", N{Name: "K", Type: "wait", Start: true})
+		k.Definitions = func(string) *graph.Graph { return child }
+	}
+	nodes := []N{
+		{Name: "A", Type: "wait", Start: true, Arcs: []string{"S", "N"}},
+		{Name: "S", Type: "script", Custom: jsCustom(`env.set("s", 1); processEnv.set("ps", "x"); fullEnv.set("f", 2);
+			token.env().remove("keep"); processEnv.remove("gone");`), Arcs: []string{"T"}},
+		{Name: "N", Type: "nested", Custom: nestedCustom("kid")},
+		{Name: "T", Type: "mkset", Arcs: []string{"B"}},
+		{Name: "B", Type: "node", Arcs: []string{"J"}},
+		{Name: "J", Type: "wait", Join: "tokenSet", Guard: "if fail then Accept else Accept"},
+		{Name: "W", Type: "wait", Start: true, Arcs: []string{"J2"}},
+		{Name: "V", Type: "wait", Start: true, Arcs: []string{"J2"}},
+		{Name: "J2", Type: "wait", Join: "and"},
+	}
+	run := func(failing bool) (*Process, string, string) {
+		k := testKernel()
+		setup(k)
+		g := mkGraph(t, "rollback", nodes...)
+		p := start(t, k, g, mustEnv(t, map[string]any{"gone": "g", "p0": 0}))
+		a := token(t, p, "A")
+		a.SetAttr("keep", Int(1))
+		a.SetTransient("atr", "a")
+		complete(t, k, p, "W") // an arc token waits at the and join J2
+		if err := k.Engine(t0).CompleteAsync(token(t, p, "V")); err != nil {
+			t.Fatal(err) // and one waits in the queue
+		}
+		p.Events = nil
+		p.Dirty = false
+		before := fingerprint(p)
+		if failing {
+			a.SetAttr("fail", Bool(true))
+			a.Env.Set("fail", Bool(true))
+			p.Dirty = false
+			before = fingerprint(p)
+			err := k.Engine(t0).Complete(a)
+			if !errors.Is(err, ErrExecutionFailed) || !strings.Contains(err.Error(), "boom") {
+				t.Fatalf("the command did not fail as planned: %v\n%s", err, p.History())
+			}
+			if after := fingerprint(p); after != before {
+				t.Fatalf("the failed command changed the tree:\n--- before\n%s--- after\n%s", before, after)
+			}
+			a.Env.Remove("fail")
+			p.Dirty = false
+		}
+		if err := k.Engine(t0).Complete(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Engine(t0).ExecuteQueuedArcTokens(p); err != nil {
+			t.Fatal(err)
+		}
+		return p, before, fingerprint(p)
+	}
+	_, _, want := run(false)
+	_, _, have := run(true)
+	if have != want {
+		t.Fatalf("after a failed command the next one ran differently:\n--- want\n%s--- have\n%s", want, have)
+	}
 }

@@ -210,13 +210,13 @@ type abort struct{ err error }
 // Engine runs commands at one moment in time. Make one per command with
 // Kernel.Engine; node types and listeners receive it to act on the process.
 //
-// If a command fails, it has already changed the process tree in part: the
-// caller must discard the tree and reload it (decision 15: a failed step
-// keeps nothing).
+// A command that fails leaves the process tree exactly as it was (decision
+// 15: a failed step keeps nothing; see journal.go).
 type Engine struct {
 	k     *Kernel
 	now   time.Time
 	depth int
+	j     journal // the undo journal of the running command
 
 	backtracking bool // undoing tokens: completions are not dead ends
 }
@@ -235,9 +235,10 @@ func (e *Engine) Fail(err error) {
 	panic(abort{err})
 }
 
-// run executes fn as a command, or as part of the running one. Failures
-// inside a command unwind to its outermost call.
-func (e *Engine) run(fn func()) (err error) {
+// run executes fn as a command on the tree of p (nil for a new tree), or as
+// part of the running command. Failures inside a command unwind to its
+// outermost call, which undoes everything the command changed.
+func (e *Engine) run(p *Process, fn func()) (err error) {
 	if e.depth > 0 {
 		e.depth++
 		defer func() { e.depth-- }()
@@ -245,9 +246,23 @@ func (e *Engine) run(fn func()) (err error) {
 		return nil
 	}
 	e.depth = 1
+	e.j.begin()
+	var root *Process
+	if p != nil {
+		root = p.Root()
+		root.journal = &e.j
+	}
 	defer func() {
 		e.depth = 0
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
+			e.j.rollback()
+		}
+		if root != nil {
+			root.journal = nil
+		}
+		e.j.end()
+		if r != nil {
 			a, ok := r.(abort)
 			if !ok {
 				panic(r)
@@ -268,11 +283,15 @@ func (e *Engine) Start(g *graph.Graph, env *Env) (p *Process, err error) {
 	if len(g.StartNodes()) == 0 {
 		return nil, refuse(ErrNoStartNodes, "definition %s has no start nodes", g)
 	}
-	err = e.run(func() {
+	err = e.run(nil, func() {
 		p = e.newProcess(g, env, nil, nil)
 		e.startProcess(p)
 	})
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	p.journal = nil
+	return p, nil
 }
 
 func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentToken *NodeToken) *Process {
@@ -286,6 +305,11 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		CreatedAt:   e.now,
 		UpdatedAt:   e.now,
 		Dirty:       true,
+		epoch:       e.j.epoch,
+	}
+	p.Env.adopt(p, e.j.epoch)
+	if parent == nil && e.j.epoch != 0 {
+		p.journal = &e.j // a new tree: its environments find the journal here
 	}
 	gr := e.runtime(g.Nodes[0]).graph
 	p.Events = make([]Event, 0, gr.eventHint())
@@ -294,6 +318,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		p.ArcTokens = make([]*ArcToken, 0, n)
 	}
 	if parent != nil {
+		e.mutP(parent)
 		parent.Nested = append(parent.Nested, p)
 		parent.Dirty = true
 	}
@@ -302,6 +327,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 }
 
 func (e *Engine) startProcess(p *Process) {
+	e.mutP(p)
 	p.State = Executing
 	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	starts := p.Graph.StartNodes()
@@ -324,6 +350,7 @@ func (e *Engine) startProcess(p *Process) {
 // parent node tokens, in order (last wins); its memberships from the
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
+	e.mutP(p)
 	p.Seq++
 	t := p.allocNodeToken()
 	*t = NodeToken{
@@ -334,8 +361,9 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 		Parents:   parents,
 		ExecType:  x,
 		CreatedAt: e.now,
+		epoch:     e.j.epoch,
 	}
-	t.Env = inheritEnv(parents)
+	t.Env = inheritEnv(parents).adopt(p, e.j.epoch)
 	for _, a := range parents {
 		t.Sets = appendMemberships(t.Sets, a, terminating)
 	}
@@ -346,7 +374,7 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 
 // inheritEnv gives a new token the environment of the parent node tokens of
 // its parent arc tokens, imported in order. A single non-empty source is
-// shared copy-on-write.
+// shared copy-on-write (see Env.Share).
 func inheritEnv(parents []*ArcToken) *Env {
 	var src *Env
 	n := 0
@@ -362,7 +390,7 @@ func inheritEnv(parents []*ArcToken) *Env {
 	case 0:
 		return nil
 	case 1:
-		return src.share()
+		return src.Share()
 	}
 	env := NewEnv()
 	for _, a := range parents {
@@ -402,6 +430,8 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 }
 
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
+	e.mutP(p)
+	e.mutN(parent)
 	p.Seq++
 	a := p.allocArcToken()
 	*a = ArcToken{
@@ -413,6 +443,7 @@ func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x Ex
 		Pending:   true,
 		ExecType:  x,
 		CreatedAt: e.now,
+		epoch:     e.j.epoch,
 	}
 	if len(sets) > 0 {
 		a.Sets = append([]Membership(nil), sets...)
@@ -431,6 +462,7 @@ func (e *Engine) executeNode(t *NodeToken) {
 	if err != nil {
 		e.Fail(failed(err, "guard of node %s", t.Node.QualifiedName()))
 	}
+	e.mutN(t)
 	t.GuardAction = res.Action
 	switch res.Action {
 	case Accept:
@@ -439,7 +471,7 @@ func (e *Engine) executeNode(t *NodeToken) {
 			e.execute(rt, t)
 		}
 	case Discard:
-		e.markComplete(t)
+		e.markComplete(t, false)
 		e.fire(p, NodeTokenDiscarded, t, nil, nil, 0)
 		e.fire(p, NodeTokenCompleted, t, nil, nil, 0)
 	case Skip:
@@ -467,7 +499,7 @@ func (e *Engine) execute(rt *nodeRuntime, t *NodeToken) {
 // ExecuteNode runs the node of an accepted token whose execution a listener
 // delayed (DelayNodeExecution).
 func (e *Engine) ExecuteNode(t *NodeToken) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if t.GuardAction != Accept {
 			e.Fail(refuse(ErrInvalidArgument, "node token %s was not accepted", t.Label()))
@@ -480,18 +512,27 @@ func (e *Engine) ExecuteNode(t *NodeToken) error {
 }
 
 // markComplete marks a node token complete at the command's time and gives
-// it a completion sequence number.
-func (e *Engine) markComplete(t *NodeToken) {
+// it a completion sequence number. Work the token holds ends with it (see
+// endWork): completed if forward (it left on at least one arc), else
+// cancelled.
+func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	p := t.Process
+	e.mutP(p)
+	e.mutN(t)
 	p.Seq++
 	t.Complete = true
 	t.CompleteSeq = p.Seq
 	t.CompletedAt = e.now
 	p.Dirty = true
+	if t.Work != 0 {
+		e.endWork(t, forward && !e.backtracking)
+	}
 }
 
 func (e *Engine) addActive(t *NodeToken) {
 	if !t.active {
+		e.mutP(t.Process)
+		e.mutN(t)
 		t.active = true
 		t.Process.activeNodes++
 	}
@@ -499,9 +540,17 @@ func (e *Engine) addActive(t *NodeToken) {
 
 func (e *Engine) removeActive(t *NodeToken) {
 	if t.active {
+		e.mutP(t.Process)
+		e.mutN(t)
 		t.active = false
 		t.Process.activeNodes--
 	}
+}
+
+// enqueue adds an arc token to its process's execution queue.
+func (e *Engine) enqueue(p *Process, a *ArcToken) {
+	e.mutP(p)
+	p.enqueue(a)
 }
 
 func (e *Engine) checkCompletable(t *NodeToken) {
@@ -536,7 +585,7 @@ func (e *Engine) Complete(t *NodeToken, names ...string) error {
 	if names == nil {
 		names = defaultArcs
 	}
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		e.complete(t, names, false)
 	})
@@ -548,7 +597,7 @@ func (e *Engine) CompleteAsync(t *NodeToken, names ...string) error {
 	if names == nil {
 		names = defaultArcs
 	}
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		e.complete(t, names, true)
 	})
@@ -579,8 +628,9 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		}
 	}
 	e.removeActive(t)
-	e.markComplete(t)
+	e.markComplete(t, exits > 0)
 	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
+	e.mutN(t)
 	switch {
 	case t.Children != nil:
 	case exits == 1:
@@ -595,9 +645,10 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		a := e.newArcToken(p, arc, t, Forward, t.Sets)
 		e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 		if async && p.inLoop {
+			e.mutP(p)
 			p.asyncQueue = append(p.asyncQueue, a)
 		} else {
-			p.enqueue(a)
+			e.enqueue(p, a)
 		}
 	}
 	if !async && p.State == Executing && !p.inLoop {
@@ -608,7 +659,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 // ExecuteQueuedArcTokens runs the arc tokens waiting in the process queue
 // (after asynchronous completions), then checks whether the process is done.
 func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
 		}
@@ -617,6 +668,7 @@ func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
 }
 
 func (e *Engine) executeQueuedArcTokens(p *Process) {
+	e.mutP(p)
 	was := p.inLoop
 	p.inLoop = true
 	for p.State == Executing && p.queued() > 0 {
@@ -625,6 +677,7 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 	p.inLoop = was
 	e.checkCompletion(p)
 	if len(p.asyncQueue) > 0 {
+		e.mutP(p)
 		for _, a := range p.asyncQueue {
 			p.enqueue(a)
 		}
@@ -637,6 +690,7 @@ func (e *Engine) executeArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
+	e.mutA(a)
 	a.Pending = false
 	e.fire(p, ArcTokenProcessed, nil, a, nil, 0)
 	e.addActiveArc(a)
@@ -648,7 +702,7 @@ func (e *Engine) executeArc(a *ArcToken) {
 // RetryIncompleteArcToken evaluates the join of an arc token waiting at its
 // end node again; it reports whether the join fired.
 func (e *Engine) RetryIncompleteArcToken(a *ArcToken) (fired bool, err error) {
-	err = e.run(func() {
+	err = e.run(a.Process, func() {
 		if a.Process.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", a.Process.ID, a.Process.State))
 		}
@@ -707,7 +761,7 @@ func (e *Engine) completeOne(a *ArcToken) {
 	t := e.newNodeToken(p, a.Arc.To, nil, Forward, nil)
 	t.parent1[0] = a
 	t.Parents = t.parent1[:1:1]
-	t.Env = inheritEnv(t.Parents)
+	t.Env = inheritEnv(t.Parents).adopt(p, e.j.epoch)
 	t.Sets = appendMemberships(t.Sets, a, nil)
 	e.fire(p, NodeTokenCreated, t, nil, nil, 0)
 	e.completeArc(a, t)
@@ -723,6 +777,7 @@ func (e *Engine) completeArc(a *ArcToken, child *NodeToken) {
 // completeArcInto completes an arc token into child without touching the
 // active lists.
 func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
+	e.mutA(a)
 	a.Pending = false
 	a.Complete = true
 	a.CompletedAt = e.now
@@ -734,6 +789,8 @@ func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
 func (e *Engine) merge(res JoinResult) {
 	target := res.MergeTarget
 	for _, a := range res.ArcTokens {
+		e.mutN(target)
+		e.mutA(a)
 		target.Parents = append(target.Parents, a)
 		e.removeActiveArc(a)
 		if a.Pending {
@@ -755,6 +812,8 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
+	e.mutP(p)
+	e.mutA(a)
 	a.active = true
 	p.activeArcs++
 	if a.Arc.To.Join == graph.JoinOr {
@@ -769,6 +828,7 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 	if w.tail == nil {
 		w.head = a
 	} else {
+		e.mutA(w.tail)
 		w.tail.nextWaiting = a
 	}
 	w.tail = a
@@ -786,6 +846,8 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
+	e.mutP(p)
+	e.mutA(a)
 	a.active = false
 	p.activeArcs--
 	if a.Arc.To.Join == graph.JoinOr {
@@ -800,6 +862,7 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 		if prev == nil {
 			w.head = a.nextWaiting
 		} else {
+			e.mutA(prev)
 			prev.nextWaiting = a.nextWaiting
 		}
 		if w.tail == a {
@@ -842,6 +905,7 @@ func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
 
 func (e *Engine) checkCompletion(p *Process) {
 	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 {
+		e.mutP(p)
 		p.State = PendingCompletion
 		p.Dirty = true
 		if e.fire(p, ProcessPendingComplete, nil, nil, nil, 0)&DelayFinalizeComplete == 0 {
@@ -852,7 +916,7 @@ func (e *Engine) checkCompletion(p *Process) {
 
 // FinalizeComplete completes a process left pending by a listener.
 func (e *Engine) FinalizeComplete(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != PendingCompletion {
 			e.Fail(refuse(ErrInvalidArgument, "process %s is %s, not pending completion", p.ID, p.State))
 		}
@@ -861,6 +925,7 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 }
 
 func (e *Engine) finalizeComplete(p *Process) {
+	e.mutP(p)
 	p.State = Completed
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
@@ -872,7 +937,7 @@ func (e *Engine) finalizeComplete(p *Process) {
 // Cancel cancels a process, first cancelling the nested processes its active
 // node tokens started. The tokens stay as they are.
 func (e *Engine) Cancel(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != Executing {
 			e.Fail(refuse(ErrProcessNotExecuting, "process %s is %s, not executing", p.ID, p.State))
 		}
@@ -886,6 +951,7 @@ func (e *Engine) cancel(p *Process) {
 			e.cancel(c)
 		}
 	}
+	e.mutP(p)
 	p.State = PendingCancel
 	p.Dirty = true
 	if e.fire(p, ProcessPendingCancel, nil, nil, nil, 0)&DelayFinalizeCancel == 0 {
@@ -895,7 +961,7 @@ func (e *Engine) cancel(p *Process) {
 
 // FinalizeCancel cancels a process left pending by a listener.
 func (e *Engine) FinalizeCancel(p *Process) error {
-	return e.run(func() {
+	return e.run(p, func() {
 		if p.State != PendingCancel {
 			e.Fail(refuse(ErrInvalidArgument, "process %s is %s, not pending cancel", p.ID, p.State))
 		}
@@ -904,21 +970,28 @@ func (e *Engine) FinalizeCancel(p *Process) error {
 }
 
 func (e *Engine) finalizeCancel(p *Process) {
+	e.mutP(p)
 	p.State = Canceled
 	p.Dirty = true
+	for _, t := range p.NodeTokens {
+		if t.active && t.Work != 0 {
+			e.endWork(t, false) // the token stays as it is; its work ends
+		}
+	}
 	e.fire(p, ProcessCanceled, nil, nil, nil, 0)
 }
 
 // ReevaluateDelayedToken runs the guard of a delayed token again (when its
 // time has come) and acts on the new result.
 func (e *Engine) ReevaluateDelayedToken(t *NodeToken) error {
-	return e.run(func() {
+	return e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if t.GuardAction != Delay {
 			e.Fail(refuse(ErrNotDelayed, "node token %s is not delayed", t.Label()))
 		}
 		e.removeActive(t)
 		p := t.Process
+		e.mutP(p)
 		was := p.inLoop
 		p.inLoop = true
 		e.executeNode(t)
@@ -949,7 +1022,7 @@ func (p *Process) DelayedTokens() []*NodeToken {
 // with set environment env and per-member attributes memberEnv (element i of
 // each list goes to member i). The process then runs on.
 func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, count int, env *Env, memberEnv map[string][]Value) (set *TokenSet, err error) {
-	err = e.run(func() {
+	err = e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if count < 1 {
 			e.Fail(refuse(ErrInvalidArgument, "a token set needs at least one member, not %d", count))
@@ -961,25 +1034,22 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 		names := []string{arcName}
 		exits := t.Node.OutArcsNamed(arcName)
 		e.removeActive(t)
-		e.markComplete(t)
+		e.markComplete(t, len(exits) > 0)
 		e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
 		if len(exits) > 0 {
 			level := 0
 			for _, m := range t.Sets {
 				level = max(level, m.Set.Level)
 			}
-			set = &TokenSet{ID: len(p.TokenSets), Name: setName, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone()}
-			set.MemberEnvs = make([]*Env, count)
-			for i := range set.MemberEnvs {
-				set.MemberEnvs[i] = NewEnv()
+			set = &TokenSet{ID: len(p.TokenSets), Name: setName, MaxMemberIndex: count - 1, Level: level + 1, Env: env.Clone().adopt(p, e.j.epoch)}
+			set.members = make([]*Env, count)
+			for i := range set.members {
+				set.members[i] = NewEnv().adopt(p, e.j.epoch)
 			}
 			for name, vals := range memberEnv {
-				for i, v := range vals {
-					if i < count {
-						set.MemberEnvs[i].Set(name, v)
-					}
-				}
+				set.MemberEnv().setList(name, vals)
 			}
+			e.mutP(p)
 			p.TokenSets = append(p.TokenSets, set)
 			for member := 0; member < count; member++ {
 				for _, arc := range exits {
@@ -987,7 +1057,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 					a := e.newArcToken(p, arc, t, Forward, nil)
 					a.Sets = sets
 					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
-					p.enqueue(a)
+					e.enqueue(p, a)
 				}
 			}
 		}
@@ -1001,6 +1071,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 // fire records an event and tells the listeners (see notify). It returns
 // the OR of their actions.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
+	e.mutP(p)
 	if p.Events == nil {
 		p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
 	}

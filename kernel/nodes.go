@@ -134,7 +134,12 @@ func (k *Kernel) Prepare(g *graph.Graph) error {
 	for i, n := range g.Nodes {
 		rt, err := k.prepareNode(n)
 		if err != nil {
-			lerr.Add(n.Pos, "node %s: %v", n.QualifiedName(), err)
+			pos := n.Pos
+			var pe *graph.PosError
+			if errors.As(err, &pe) {
+				pos = pe.Pos
+			}
+			lerr.Add(pos, "node %s: %v", n.QualifiedName(), err)
 			continue
 		}
 		rt.graph = gr
@@ -290,9 +295,7 @@ func (k *Kernel) registerBuiltins() {
 			return e.Complete(t)
 		}), nil
 	})
-	k.RegisterNodeType(graph.TypeWait, func(*graph.Node) (NodeType, error) {
-		return NodeTypeFunc(func(*Engine, *NodeToken) error { return nil }), nil
-	})
+	k.RegisterNodeType(graph.TypeWait, newWaitNode)
 	k.RegisterNodeType(graph.TypeNested, newNestedNode)
 	k.RegisterNodeType(graph.TypeScript, newScriptNode)
 	k.RegisterDateFunction("now", func(e *Engine, _ *NodeToken) (time.Time, error) { return e.now, nil })

@@ -128,8 +128,11 @@ type NodeToken struct {
 	Sets        []Membership
 	DelayUntil  time.Time
 	DelayCount  int
+	// Work is the outside work the token holds open (see work.go).
+	Work WorkFlags
 
 	active  bool
+	epoch   uint64       // the journal epoch that saved it last
 	parent1 [1]*ArcToken // backing of Parents when there is one parent
 	child1  [1]*ArcToken // backing of Children when there is one child
 }
@@ -152,6 +155,7 @@ type ArcToken struct {
 
 	active      bool      // processed, incomplete, waiting at its end node
 	nextWaiting *ArcToken // the next token waiting on the same arc
+	epoch       uint64    // the journal epoch that saved it last
 }
 
 // TokenSet groups tokens created together by a completion with a new token
@@ -161,9 +165,28 @@ type TokenSet struct {
 	Name           string
 	MaxMemberIndex int
 	Level          int
-	Env            *Env   // shared by all members
-	MemberEnvs     []*Env // one per member index
+	Env            *Env // shared by all members
+
+	members []*Env // one per member index, 0..MaxMemberIndex
 }
+
+// NewTokenSet makes a token set of count members with empty member
+// environments (stores use it to decode a process; commands create sets
+// with Engine.CompleteWithNewTokenSet).
+func NewTokenSet(id int, name string, count, level int, env *Env) *TokenSet {
+	if env == nil {
+		env = NewEnv()
+	}
+	s := &TokenSet{ID: id, Name: name, MaxMemberIndex: count - 1, Level: level, Env: env}
+	s.members = make([]*Env, max(count, 0))
+	for i := range s.members {
+		s.members[i] = NewEnv()
+	}
+	return s
+}
+
+// MemberEnv is the per-member environment of the set.
+func (s *TokenSet) MemberEnv() MemberEnv { return MemberEnv{s} }
 
 // ListenerRef is a process-level execution listener, by registered name.
 type ListenerRef struct {
@@ -195,10 +218,17 @@ type Process struct {
 	// Events are the events fired by the current command, for the caller to
 	// store and publish; the caller clears it.
 	Events []Event
+	// Effects are what the current command asks the engine to write
+	// beside the process (tasks, jobs, incidents; see work.go); the caller
+	// takes and clears them with the events.
+	Effects []Effect
 	// Dirty is set when a command changes the process; the caller clears it.
 	Dirty bool
 	// eventNames holds the arc-name lists of the events in Events.
 	eventNames [][]string
+
+	epoch   uint64   // the journal epoch that saved it last
+	journal *journal // on a tree's root while a command runs on it
 
 	activeNodes int
 	activeArcs  int
@@ -327,16 +357,30 @@ func (t *NodeToken) Membership(name string) (Membership, bool) {
 	return Membership{}, false
 }
 
-// MemberEnv is the environment of this member of the set.
-func (m Membership) MemberEnv() *Env { return m.Set.MemberEnvs[m.Member] }
+// MemberEnv is the environment of this member of the set: reads and writes
+// go to the set's member environment at the membership's index.
+func (m Membership) MemberEnv() *Env {
+	if m.Set == nil || m.Member < 0 || m.Member >= len(m.Set.members) {
+		return NewEnv()
+	}
+	return m.Set.members[m.Member]
+}
 
-// writableEnv returns the token's own environment, copying it first if it
-// is shared with another token.
+// writableEnv returns the token's own environment for a write, creating it
+// if the token has none. (Env copies shared attributes itself.)
 func (t *NodeToken) writableEnv() *Env {
 	if t.Env == nil {
-		t.Env = NewEnv()
-	} else if t.Env.shared {
-		t.Env = t.Env.Clone()
+		p := t.Process
+		if j := p.Root().journal; j != nil && t.epoch != j.epoch {
+			j.saveNode(t)
+		}
+		epoch := uint64(0)
+		if j := p.Root().journal; j != nil {
+			epoch = j.epoch
+		}
+		t.Env = NewEnv().adopt(p, epoch)
+	} else if t.Env.owner == nil {
+		t.Env.owner = t.Process
 	}
 	t.Process.Dirty = true
 	return t.Env
@@ -344,6 +388,13 @@ func (t *NodeToken) writableEnv() *Env {
 
 // SetAttr sets an attribute of the token's own environment.
 func (t *NodeToken) SetAttr(name string, v Value) { t.writableEnv().Set(name, v) }
+
+// RemoveAttr removes an attribute of the token's own environment.
+func (t *NodeToken) RemoveAttr(name string) {
+	if t.Env.Has(name) {
+		t.writableEnv().Remove(name)
+	}
+}
 
 // SetTransient sets a transient attribute of the token's own environment.
 func (t *NodeToken) SetTransient(name string, v any) { t.writableEnv().SetTransient(name, v) }
@@ -362,8 +413,13 @@ func (f FullEnv) Get(name string) (Value, bool) {
 	return f.t.Process.Env.Get(name)
 }
 
-// Has reports whether the token or the process has the attribute (persistent or transient).
+// Has reports whether the token or the process has the persistent attribute.
 func (f FullEnv) Has(name string) bool { return f.t.Env.Has(name) || f.t.Process.Env.Has(name) }
+
+// HasTransient reports whether the token or the process has the transient attribute.
+func (f FullEnv) HasTransient(name string) bool {
+	return f.t.Env.HasTransient(name) || f.t.Process.Env.HasTransient(name)
+}
 
 // Transient reads a transient attribute of the token, or else of the process.
 func (f FullEnv) Transient(name string) (any, bool) {
@@ -377,7 +433,17 @@ func (f FullEnv) Transient(name string) (any, bool) {
 func (f FullEnv) Set(name string, v Value) { f.t.SetAttr(name, v) }
 
 // Remove removes from the token's own environment.
-func (f FullEnv) Remove(name string) { f.t.writableEnv().Remove(name) }
+func (f FullEnv) Remove(name string) { f.t.RemoveAttr(name) }
+
+// SetTransient sets a transient attribute in the token's own environment.
+func (f FullEnv) SetTransient(name string, v any) { f.t.SetTransient(name, v) }
+
+// RemoveTransient removes a transient attribute from the token's own environment.
+func (f FullEnv) RemoveTransient(name string) {
+	if f.t.Env.HasTransient(name) {
+		f.t.writableEnv().RemoveTransient(name)
+	}
+}
 
 // Copy returns the merged attributes (process, then token over it) as a new Env.
 func (f FullEnv) Copy() *Env {

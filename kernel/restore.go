@@ -2,7 +2,8 @@ package kernel
 
 // Reindex rebuilds what the kernel derives from the token history — the
 // active lists, the per-arc waiting lists and the queue of pending arc
-// tokens — after a process tree was decoded from a store. Tokens must have
+// tokens — after a process tree was decoded from a store, and makes its
+// environments belong to their processes (for rollback). Tokens must have
 // their Process, Node/Arc, Parent/Child, Parents/Children and Sets set.
 //
 // At rest (between commands) a node token is active when it is incomplete
@@ -15,7 +16,15 @@ func Reindex(root *Process) {
 		p.waiting, p.readyArcs = nil, nil
 		p.queue, p.queueHead, p.asyncQueue = nil, 0, nil
 		p.inLoop = false
+		p.Env.adopt(p, 0)
+		for _, ts := range p.TokenSets {
+			ts.Env.adopt(p, 0)
+			for _, m := range ts.members {
+				m.adopt(p, 0)
+			}
+		}
 		for _, t := range p.NodeTokens {
+			t.Env.adopt(p, 0)
 			t.active = false
 			if !t.Complete && t.GuardAction != GuardNone {
 				t.active = true

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/kernel"
@@ -415,23 +417,12 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, err := limitOf(r)
+	f, err := processFilter(r)
 	if err != nil {
 		badRequest(w, "%v", err)
 		return
 	}
-	if st := q.Get("state"); st != "" && !isState(st) {
-		badRequest(w, "state %q: want created, executing, pending_completion, completed, pending_cancel or canceled", st)
-		return
-	}
-	page, err := s.cfg.Engine.Processes(r.Context(), veena.ProcessFilter{
-		Definition:  q.Get("definition"),
-		State:       q.Get("state"),
-		ParentToken: q.Get("parentToken"),
-		Limit:       limit,
-		After:       q.Get("after"),
-	})
+	page, err := s.cfg.Engine.Processes(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -440,6 +431,125 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 		page.Items = []veena.Process{}
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// listWaiting answers the waiting work of executing processes, oldest
+// process first unless ?order=newest.
+func (s *Server) listWaiting(w http.ResponseWriter, r *http.Request) {
+	if st := r.URL.Query().Get("state"); st != "" {
+		badRequest(w, "state %q: waiting work is that of executing processes; leave state out", st)
+		return
+	}
+	f, err := processFilter(r)
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	if r.URL.Query().Get("order") == "" {
+		f.Oldest = true
+	}
+	page, err := s.cfg.Engine.Waiting(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// processFilter reads the query of GET /api/v1/processes.
+func processFilter(r *http.Request) (veena.ProcessFilter, error) {
+	q := r.URL.Query()
+	f := veena.ProcessFilter{
+		Definition:  q.Get("definition"),
+		State:       q.Get("state"),
+		ParentToken: q.Get("parentToken"),
+		ID:          q.Get("id"),
+		Node:        q.Get("node"),
+		Search:      strings.TrimSpace(q.Get("q")),
+		After:       q.Get("after"),
+	}
+	var err error
+	if f.Limit, err = limitOf(r); err != nil {
+		return f, err
+	}
+	for _, st := range strings.Split(f.State, ",") {
+		if st = strings.TrimSpace(st); st != "" && !isState(st) {
+			return f, fmt.Errorf("state %q: want created, executing, pending_completion, completed, pending_cancel or canceled (several separated by commas)", st)
+		}
+	}
+	if v := q.Get("version"); v != "" {
+		if f.Version, err = strconv.Atoi(v); err != nil || f.Version < 1 {
+			return f, fmt.Errorf("version %q: want a whole number from 1", v)
+		}
+		if f.Definition == "" {
+			return f, fmt.Errorf("version %q: give the definition it is a version of (?definition=)", v)
+		}
+	}
+	if f.Stalled, err = boolParam(q, "stalled"); err != nil {
+		return f, err
+	}
+	noTotal := false
+	if v := q.Get("total"); v != "" {
+		total, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("total %q: want true or false", v)
+		}
+		noTotal = !total
+	}
+	f.NoTotal = noTotal
+	switch o := q.Get("order"); o {
+	case "", "newest":
+	case "oldest":
+		f.Oldest = true
+	default:
+		return f, fmt.Errorf("order %q: want newest or oldest", o)
+	}
+	for _, pair := range q["context"] {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k == "" {
+			return f, fmt.Errorf("context %q: want KEY=VALUE", pair)
+		}
+		if f.Context == nil {
+			f.Context = map[string]string{}
+		}
+		if prev, dup := f.Context[k]; dup && prev != v {
+			return f, fmt.Errorf("context %s is given twice (%q and %q)", k, prev, v)
+		}
+		f.Context[k] = v
+	}
+	if f.CreatedAfter, err = timeParam(q, "createdAfter"); err != nil {
+		return f, err
+	}
+	if f.CreatedBefore, err = timeParam(q, "createdBefore"); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// boolParam reads a true/false query parameter (absent: false).
+func boolParam(q url.Values, name string) (bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s %q: want true or false", name, v)
+	}
+	return b, nil
+}
+
+// timeParam reads an RFC 3339 time query parameter (absent: zero).
+func timeParam(q url.Values, name string) (time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time such as 2026-05-01T08:00:00Z", name, v)
+	}
+	return t, nil
 }
 
 // isState reports whether name is a process state of the API.

@@ -47,6 +47,7 @@ func newMetrics(reg *prometheus.Registry, eng Engine, log *slog.Logger) *metrics
 	reg.MustRegister(m.requests, m.latency, m.inflight, m.streams)
 	if eng != nil {
 		reg.MustRegister(&inboxCollector{eng: eng, log: log})
+		reg.MustRegister(&attentionCollector{eng: eng, log: log})
 	}
 	// A registry given by the caller may already hold the runtime collectors.
 	_ = reg.Register(collectors.NewGoCollector())
@@ -80,6 +81,40 @@ func (c *inboxCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(inboxWaitingDesc, prometheus.GaugeValue, float64(n))
+}
+
+// attentionCollector reports veena_processes_stalled and
+// veena_timers_failing, counted in the store at each scrape; a count that
+// fails leaves both out of the scrape.
+type attentionCollector struct {
+	eng Engine
+	log *slog.Logger
+}
+
+var (
+	stalledDesc = prometheus.NewDesc("veena_processes_stalled",
+		"Executing processes that cannot move on by themselves: no active node token, only arc tokens waiting at joins (counted in the store).",
+		nil, nil)
+	failingTimersDesc = prometheus.NewDesc("veena_timers_failing",
+		"Delayed node tokens whose guard failed when their time came; each is tried again later (counted in the store).",
+		nil, nil)
+)
+
+func (c *attentionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- stalledDesc
+	ch <- failingTimersDesc
+}
+
+func (c *attentionCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), inboxTimeout)
+	defer cancel()
+	a, err := c.eng.Attention(ctx)
+	if err != nil {
+		c.log.Warn("metrics: could not count stalled processes and failing timers; left out of this scrape", "err", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, float64(a.Stalled))
+	ch <- prometheus.MustNewConstMetric(failingTimersDesc, prometheus.GaugeValue, float64(a.FailingTimers))
 }
 
 func (m *metrics) handler() http.Handler {

@@ -45,6 +45,8 @@ type Engine interface {
 	SendEvent(ctx context.Context, req veena.EventRequest) (*veena.Process, error)
 	Ready(ctx context.Context) error
 	WaitingCommands(ctx context.Context) (int, error)
+	Attention(ctx context.Context) (*veena.Attention, error)
+	Waiting(ctx context.Context, f veena.ProcessFilter) (*veena.WaitingPage, error)
 }
 
 // Config configures a Server.
@@ -121,6 +123,7 @@ func New(cfg Config) *Server {
 
 	s.handle("POST", "/api/v1/processes", auth.RoleOperator, s.startProcess)
 	s.handle("GET", "/api/v1/processes", auth.RoleViewer, s.listProcesses)
+	s.handle("GET", "/api/v1/waiting", auth.RoleViewer, s.listWaiting)
 	s.handle("GET", "/api/v1/processes/{id}", auth.RoleViewer, s.getProcess)
 	s.handle("POST", "/api/v1/processes/{id}/cancel", auth.RoleOperator, s.cancelProcess)
 	s.handle("GET", "/api/v1/processes/{id}/tokens", auth.RoleViewer, s.getTokens)
@@ -279,7 +282,7 @@ func (s *Server) guardStream(need auth.Role, h http.HandlerFunc, queryToken bool
 		if secret == "" {
 			detail := "this server needs an access token: send Authorization: Bearer <token>"
 			if !s.cfg.Auth.Configured() {
-				detail = "this server listens beyond loopback and has no access tokens configured, so it refuses every request; create one with `veena token create`"
+				detail = "this server listens beyond loopback and has no access tokens configured, so it refuses every request; create one with `veena access-token create`"
 			}
 			writeProblem(w, newProblem(CodeUnauthorized, detail))
 			return

@@ -68,16 +68,13 @@ func (e *EventEncoder) Add(seq int64, typ string, nodeToken, arcToken int, arcNa
 // TypeCode is the number the compact record writes for the event type
 // named typ, 0 if it writes the name. Callers that add many events of a few
 // types look it up once per type and call AddCoded.
-func TypeCode(typ string) byte {
-	if code, ok := eventTypeCodes[typ]; ok && code <= headType {
-		return byte(code)
-	}
-	return 0
+func TypeCode(typ string) uint64 {
+	return eventTypeCodes[typ]
 }
 
 // AddCoded is Add for an event whose type's TypeCode the caller has: code
 // must be TypeCode(typ).
-func (e *EventEncoder) AddCoded(seq int64, typ string, code byte, nodeToken, arcToken int, arcNames []string, at int64) {
+func (e *EventEncoder) AddCoded(seq int64, typ string, code uint64, nodeToken, arcToken int, arcNames []string, at int64) {
 	if e.left == 0 {
 		panic("store: EventEncoder.Add beyond the announced count")
 	}
@@ -102,10 +99,14 @@ func (e *EventEncoder) AddCoded(seq int64, typ string, code byte, nodeToken, arc
 		b = binary.AppendVarint(b, d)
 	}
 	e.seq, e.at = seq, at
-	if code != 0 && code <= headType {
-		head |= code
-	} else {
+	switch {
+	case code == 0:
 		b = appendString(b, typ)
+	case code < headType:
+		head |= byte(code)
+	default:
+		head |= headType
+		b = binary.AppendUvarint(b, code)
 	}
 	b = binary.AppendVarint(b, int64(nodeToken))
 	b = binary.AppendVarint(b, int64(arcToken))
@@ -144,7 +145,8 @@ func (e *EventEncoder) Record() EventRecord {
 //   - the time (Unix nanoseconds), likewise a difference, unless the head
 //     has headSameTime;
 //   - the type's name (uvarint length and bytes) if the head's type bits
-//     are 0; otherwise they are the type's 1-based index in eventTypes;
+//     are 0; the type's 1-based index in eventTypes as a uvarint if they
+//     are all set (headType); otherwise they are that index;
 //   - the node and the arc token, as signed varints (-1 for none);
 //   - if the head has headArcNames, the number of arc names (uvarint) and
 //     each name (uvarint length and bytes); without it the names are nil.
@@ -161,7 +163,7 @@ const (
 
 // The bits of an event's head byte in a compactTag2 record.
 const (
-	headType     = 0x1f // the type's index in eventTypes, 0: its name follows
+	headType     = 0x1f // the type's index in eventTypes; 0: its name follows; 0x1f: the index follows
 	headNextSeq  = 0x20 // the sequence number is the previous one's plus one
 	headSameTime = 0x40 // the time is the previous event's
 	headArcNames = 0x80 // arc names follow
@@ -175,6 +177,10 @@ var eventTypes = []string{
 	"NODE_TOKEN_EXECUTED", "NODE_TOKEN_DISCARDED", "NODE_TOKEN_SKIPPED", "NODE_TOKEN_COMPLETED",
 	"NODE_TOKEN_BACKTRACKED", "ARC_TOKEN_CREATED", "ARC_TOKEN_PROCESSED", "ARC_TOKEN_COMPLETED",
 	"ARC_TOKEN_BACKTRACKED", "ARC_TOKEN_MERGED", "NODE_TOKEN_DELAYED", "ARC_TOKEN_INCOMPLETE_JOIN",
+	// The work layer's (from schema 8 on SQLite, 9 on PostgreSQL).
+	"TASK_CREATED", "TASK_CLAIMED", "TASK_RELEASED", "TASK_SAVED", "TASK_COMPLETED", "JOB_CREATED",
+	"JOB_COMPLETED", "JOB_FAILED", "JOB_ERROR_THROWN", "INCIDENT_OPENED", "INCIDENT_RESOLVED", "ENV_CHANGED",
+	"ATTACHMENT_SET",
 }
 
 var eventTypeCodes = func() map[string]uint64 {
@@ -240,9 +246,13 @@ func readEventV2(r *varint.Reader, c *cursor) Event {
 		c.at += r.Varint()
 	}
 	ev := Event{Seq: c.seq, At: time.Unix(0, c.at).UTC()}
-	if code := head & headType; code == 0 {
+	code := uint64(head & headType)
+	if code == headType {
+		code = r.Uvarint()
+	}
+	if code == 0 {
 		ev.Type = r.String()
-	} else if int(code) <= len(eventTypes) {
+	} else if code <= uint64(len(eventTypes)) {
 		ev.Type = eventTypes[code-1]
 	} else {
 		r.Fail()

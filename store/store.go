@@ -94,6 +94,20 @@ type Process struct {
 	// a row it creates: a store may refuse the row if it exists already
 	// (ErrConflict).
 	FirstEvents *EventRecord
+	// Waits says where the process waits, in the engine's encoding; the
+	// store keeps it as it is and returns it with the row (nil for a row
+	// written before stores kept it).
+	Waits []byte
+	// WaitNodes are the nodes the process waits at (sorted, distinct),
+	// which listings filter by (Filter.Node). StoredWaitNodes is what the
+	// store holds for the row, as the engine knows it (nil for a new row,
+	// or one whose Waits were nil): a store may write only the difference.
+	// Rows read back do not carry either.
+	WaitNodes       []string
+	StoredWaitNodes []string
+	// Stalled marks an executing process that cannot move on by itself:
+	// no active node token, only arc tokens waiting at joins.
+	Stalled bool
 }
 
 // Event is one stored execution event. NodeToken and ArcToken are token
@@ -132,14 +146,46 @@ type Command struct {
 	DoneAt     time.Time
 }
 
-// Filter selects processes for listing, ordered by ID.
+// Filter selects processes for listing, ordered by ID: newest first (IDs
+// are time-ordered), or oldest first with Oldest. Every condition set must
+// hold.
 type Filter struct {
 	Definition  string
-	State       string
-	Parent      string // with ParentToken: nested processes started by that token
+	Version     int      // with Definition: that version only
+	States      []string // any of these states
+	Parent      string   // with ParentToken: nested processes started by that token
 	ParentToken int
-	After       string // only IDs greater than this
-	Limit       int
+	IDPrefix    string            // IDs that start with this
+	Node        string            // waiting at this node (a WaitNodes entry)
+	Stalled     bool              // stalled processes only
+	Context     map[string]string // context pairs the process holds (executing or not)
+	// Search matches an ID prefix or any context value.
+	Search string
+	// CreatedFrom and CreatedTo bound the creation time: From <= t < To
+	// (a zero time does not bound).
+	CreatedFrom, CreatedTo time.Time
+	// MinID and MaxID bound IDs (MinID <= id <= MaxID, "" does not bound):
+	// where IDs are time-ordered, the engine turns a time range into IDs
+	// that the primary key finds.
+	MinID, MaxID string
+	// Unindexed selects rows whose Waits are nil (written before stores
+	// kept them).
+	Unindexed bool
+	Oldest    bool   // oldest first
+	After     string // only IDs after this one in the order (the page cursor)
+	Limit     int
+}
+
+// TimerFailure is a failed attempt to fire a timer (its node token's guard
+// could not be evaluated, say): kept on the timer until the timer is
+// replaced, fires or is removed.
+type TimerFailure struct {
+	Process  string
+	Token    int
+	DueAt    time.Time
+	Message  string
+	At       time.Time // of the last failure
+	Attempts int
 }
 
 // Store is a Veena database.
@@ -181,6 +227,18 @@ type Store interface {
 	ClaimTimers(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Timer, error)
 	// NextTimer returns the earliest due time of any timer (zero if none).
 	NextTimer(ctx context.Context) (time.Time, error)
+	// FailTimer records a failed firing on the timer of f.Process and
+	// f.Token if it is still due at f.DueAt (else it does nothing): the
+	// message and time, one more attempt, and no new claim before retryAt.
+	// It runs in a transaction of its own.
+	FailTimer(ctx context.Context, f TimerFailure, retryAt time.Time) error
+	// TimerFailures returns the failures recorded on the timers of a
+	// process ("": of every process, up to limit, oldest failure first).
+	TimerFailures(ctx context.Context, process string, limit int) ([]TimerFailure, error)
+	// CountProcesses counts the processes f selects (its After, Oldest
+	// and Limit ignored), stopping at limit (0: no limit): a count equal
+	// to limit means "at least".
+	CountProcesses(ctx context.Context, f Filter, limit int) (int, error)
 
 	// Enqueue appends c to the inbox of tree c.Root, in a transaction of its
 	// own, and sets c.Seq; ErrNotFound if there is no such tree.
@@ -200,6 +258,10 @@ type Store interface {
 	// before before and returns how many it deleted: a command retried
 	// with a purged key runs again.
 	PurgeKeys(ctx context.Context, before time.Time) (int, error)
+
+	// WorkStore reads tasks, jobs, incidents, the record of processes and
+	// subscriptions, and leases jobs (work.go).
+	WorkStore
 }
 
 // Tx is the inside of an Update.
@@ -247,6 +309,9 @@ type Tx interface {
 	PutContext(ctx context.Context, process string, c map[string]string, unique []string) error
 	// DropContext forgets the context entries of a process (it stopped executing).
 	DropContext(ctx context.Context, process string) error
+
+	// WorkTx reads and writes work rows in the command (work.go).
+	WorkTx
 }
 
 // CheckVersion is ExpectTree's test for backends that check at once: the

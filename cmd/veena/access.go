@@ -2,19 +2,22 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/veena-wf/veena/internal/auth"
 	"github.com/veena-wf/veena/server"
 )
 
-// newAccessTokenCmd manages the access tokens of the server (`veena token`),
-// not to be confused with the node tokens of processes (`veena tokens`).
+// newAccessTokenCmd manages the access tokens of the server (`veena
+// access-token`), not to be confused with the node tokens of processes
+// (`veena node-tokens`).
 func newAccessTokenCmd() *cobra.Command {
 	var db, file string
 	cmd := &cobra.Command{
-		Use:   "token",
-		Short: "Create, list and revoke access tokens of the server",
+		Use:     "access-token",
+		Aliases: []string{"access-tokens"},
+		Short:   "Create, list and revoke access tokens, which let clients in (not node tokens)",
 		Long: `Create, list and revoke the bearer tokens 'veena serve' accepts.
 
 Roles: viewer (read everything), operator (also start, complete, backtrack and
@@ -44,14 +47,14 @@ A running server notices changes within a second.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := auth.ParseRole(role)
 			if err != nil {
-				return fmt.Errorf("veena token create: %w", err)
+				return fmt.Errorf("veena access-token create: %w", err)
 			}
 			if name == "" {
-				return fmt.Errorf("veena token create: --name is required (it names the token for listing and revoking)")
+				return fmt.Errorf("veena access-token create: --name is required (it names the token for listing and revoking)")
 			}
 			secret, err := auth.Create(path(), name, r)
 			if err != nil {
-				return fmt.Errorf("veena token create: %w", err)
+				return fmt.Errorf("veena access-token create: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, secret)
@@ -62,16 +65,32 @@ A running server notices changes within a second.`,
 	create.Flags().StringVar(&role, "role", "", "viewer, operator or admin")
 	create.Flags().StringVar(&name, "name", "", "a name for the token")
 
+	var listOut outputFlag
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List access tokens (names and roles, never the secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := listOut.check(); err != nil {
+				return err
+			}
 			f, err := auth.ReadFile(path())
 			if err != nil {
-				return fmt.Errorf("veena token list: %w", err)
+				return fmt.Errorf("veena access-token list: %w", err)
 			}
 			out := cmd.OutOrStdout()
+			if listOut.format == "json" {
+				type entry struct {
+					Name    string    `json:"name"`
+					Role    string    `json:"role"`
+					Created time.Time `json:"createdAt"`
+				}
+				entries := []entry{}
+				for _, e := range f.Tokens {
+					entries = append(entries, entry{Name: e.Name, Role: e.Role, Created: e.CreatedAt})
+				}
+				return printJSON(out, entries)
+			}
 			if len(f.Tokens) == 0 {
 				fmt.Fprintf(out, "No access tokens in %s: the server runs open, on loopback only.\n", path())
 				return nil
@@ -85,13 +104,15 @@ A running server notices changes within a second.`,
 		},
 	}
 
+	listOut.add(list)
+
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke an access token",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := auth.Revoke(path(), args[0]); err != nil {
-				return fmt.Errorf("veena token revoke: %w", err)
+				return fmt.Errorf("veena access-token revoke: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Revoked token %q\n", args[0])
 			return nil
@@ -104,11 +125,15 @@ A running server notices changes within a second.`,
 // newWhoamiCmd asks the server which role it gives the access token.
 func newWhoamiCmd() *cobra.Command {
 	cf := &clientFlags{}
+	var out outputFlag
 	cmd := &cobra.Command{
 		Use:   "whoami",
 		Short: "Show the role the server gives your access token",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
@@ -116,6 +141,9 @@ func newWhoamiCmd() *cobra.Command {
 			var me server.WhoAmI
 			if err := c.getJSON(cmd.Context(), "/api/v1/whoami", nil, &me); err != nil {
 				return err
+			}
+			if out.format == "json" {
+				return printJSON(cmd.OutOrStdout(), me)
 			}
 			if me.Role == "open" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s runs open (no access tokens): every request may do everything\n", c.base)
@@ -126,5 +154,19 @@ func newWhoamiCmd() *cobra.Command {
 		},
 	}
 	cf.add(cmd)
+	out.add(cmd)
+	return cmd
+}
+
+// newOldTokenCmd keeps `veena token`, the old name of `veena access-token`,
+// working for a while, hidden and saying so.
+func newOldTokenCmd() *cobra.Command {
+	cmd := newAccessTokenCmd()
+	cmd.Use, cmd.Aliases, cmd.Hidden = "token", nil, true
+	// The note goes to standard error: scripts read the secret that
+	// create prints on standard output.
+	cmd.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "veena: 'veena token' is now 'veena access-token' (access tokens; 'veena node-tokens' works on the node tokens of processes)")
+	}
 	return cmd
 }

@@ -1,99 +1,28 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/veena-wf/veena/format/pnml"
-	"github.com/veena-wf/veena/graph"
-	"github.com/veena-wf/veena/petri/analysis"
-	"github.com/veena-wf/veena/petri/translate"
+	veena "github.com/veena-wf/veena"
 )
 
-// isPNML reports whether a file is a Petri net: by its extension, or by a
-// <pnml root near its start.
-func isPNML(path string, src []byte) bool {
-	if strings.HasSuffix(strings.ToLower(path), ".pnml") {
-		return true
-	}
-	head := src
-	if len(head) > 4096 {
-		head = head[:4096]
-	}
-	return strings.Contains(string(head), "<pnml")
+// analysisStuck reports whether an analysis found a way for a process to
+// get stuck: a stuck join, or an unsound workflow.
+func analysisStuck(rep *veena.Analysis) bool {
+	return len(rep.StuckJoins) > 0 || (rep.Sound != nil && !*rep.Sound)
 }
 
-// loadPNML loads PNML files: each file alone, or all of them as one
-// bundle (superposed by name) into the repository.
-func loadPNML(repo *graph.Repository, files []string, bundle bool, loaded map[string]*graph.Graph, failed map[string]error) {
-	var all []pnml.File
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			failed[f] = err
-			continue
-		}
-		if bundle {
-			all = append(all, pnml.File{Name: f, Source: src})
-			continue
-		}
-		g, err := pnml.Load(f, src)
-		if err != nil {
-			failed[f] = err
-			continue
-		}
-		if _, _, err := repo.Add(g); err != nil {
-			failed[f] = err
-			continue
-		}
-		loaded[f] = g
-	}
-	if bundle && len(all) > 0 {
-		g, err := pnml.LoadBundle(all)
-		name := strings.Join(files, "+")
-		if err != nil {
-			failed[name] = err
-			return
-		}
-		if _, _, err := repo.Add(g); err != nil {
-			failed[name] = err
-			return
-		}
-		loaded[name] = g
-	}
-}
-
-// analyse prints the analysis of one definition; it reports whether the
-// analysis found a way for its processes to get stuck (a stuck join, an
-// unsound workflow, a dead transition of a process graph).
-func analyse(w io.Writer, file string, g *graph.Graph, maxStates int, asJSON bool) (bool, error) {
-	rep, err := translate.Analyze(g, analysis.Options{MaxStates: maxStates})
-	if err != nil {
-		return false, err
-	}
-	bad := len(rep.StuckJoins) > 0 || (rep.Sound != nil && !*rep.Sound)
-	if asJSON {
-		b, err := json.MarshalIndent(struct {
-			File       string `json:"file"`
-			Definition string `json:"definition"`
-			*translate.Report
-		}{file, g.Name, rep}, "", "  ")
-		if err != nil {
-			return bad, err
-		}
-		fmt.Fprintln(w, string(b))
-		return bad, nil
-	}
+// printAnalysis writes the analysis of one definition for people.
+func printAnalysis(w io.Writer, file, name, format string, rep *veena.Analysis) {
 	kind := "net"
 	if rep.Net.Translated {
 		kind = "translated into a net"
 	}
-	fmt.Fprintf(w, "%s: %s (%s %s: %d places, %d transitions)\n", file, g.Name, g.Format, kind, rep.Net.Places, rep.Net.Transitions)
+	fmt.Fprintf(w, "%s: %s (%s %s: %d places, %d transitions)\n", file, name, format, kind, rep.Net.Places, rep.Net.Transitions)
 	yes := func(p *bool) string {
 		switch {
 		case p == nil:
@@ -103,14 +32,12 @@ func analyse(w io.Writer, file string, g *graph.Graph, maxStates int, asJSON boo
 		}
 		return "no"
 	}
-	if rep.Complete {
-		if rep.States != nil {
-			fmt.Fprintf(w, "  state space: %s states, %s edges (%v)\n", thousands(*rep.States), thousands(*rep.Edges), rep.Elapsed.Round(time.Millisecond))
-		}
-	} else {
+	switch {
+	case !rep.Complete:
 		fmt.Fprintf(w, "  incomplete: %s\n", rep.Reason)
-	}
-	if rep.Complete && rep.Reason != "" {
+	case rep.States != nil:
+		fmt.Fprintf(w, "  state space: %s states, %s edges (%v)\n", thousands(*rep.States), thousands(*rep.Edges), rep.Elapsed.Round(time.Millisecond))
+	default:
 		fmt.Fprintf(w, "  %s\n", rep.Reason)
 	}
 	bound := "unknown"
@@ -125,9 +52,9 @@ func analyse(w io.Writer, file string, g *graph.Graph, maxStates int, asJSON boo
 	for i, d := range rep.Deadlocks {
 		m := ""
 		if i < len(rep.DeadlockMarkings) {
-			m = markingText(rep.DeadlockMarkings[i])
+			m = markingText(rep.DeadlockMarkings[i]) + " "
 		}
-		fmt.Fprintf(w, "  dead marking %s after: %s\n", m, sequenceText(d))
+		fmt.Fprintf(w, "  dead marking %safter: %s\n", m, sequenceText(d))
 	}
 	if len(rep.DeadTransitions) > 0 {
 		fmt.Fprintf(w, "  dead transitions: %s\n", strings.Join(rep.DeadTransitions, ", "))
@@ -160,7 +87,6 @@ func analyse(w io.Writer, file string, g *graph.Graph, maxStates int, asJSON boo
 	for _, a := range rep.Approximations {
 		fmt.Fprintf(w, "  approximated: %s\n", a)
 	}
-	return bad, nil
 }
 
 func sequenceText(seq []string) string {

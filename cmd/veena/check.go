@@ -1,62 +1,111 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/veena-wf/veena/format/wfxml"
+	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
 	"github.com/veena-wf/veena/petri/analysis"
+	"github.com/veena-wf/veena/store/memstore"
 )
 
-// loadOffline loads definition files (and directories of *.wf.xml files)
-// into an in-memory repository, in an order that puts externals first: a
-// file that fails only because a definition it imports is loaded later is
-// tried again. It returns the graph of each file and the errors of the
-// files that could not be loaded.
-func loadOffline(repo *graph.Repository, paths []string) (map[string]*graph.Graph, map[string]error) {
-	loader := &wfxml.Loader{Repo: repo}
-	loaded := map[string]*graph.Graph{}
-	failed := map[string]error{}
-	var files []string
+// definitionExts are the file names a directory's definitions have: a
+// directory given to check, run --definitions or definitions load is
+// searched (recursively) for them. A file named on its own may have any name.
+var definitionExts = []string{".wf.xml", ".bpmn", ".bpmn20.xml", ".pnml", ".json", ".yaml", ".yml"}
+
+// isDefinitionFile reports whether a file in a directory is a definition.
+func isDefinitionFile(name string) bool {
+	lower := strings.ToLower(name)
+	for _, ext := range definitionExts {
+		if strings.HasSuffix(lower, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// definitionFiles expands paths (files, and directories searched
+// recursively for definition files, in name order) into files. A path that
+// cannot be read is reported in failed, under its own name.
+func definitionFiles(paths []string) (files []string, failed map[string]error) {
+	failed = map[string]error{}
+	seen := map[string]bool{}
+	add := func(f string) {
+		if !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
 			failed[p] = err
 			continue
 		}
-		if fi.IsDir() {
-			gs, err := loader.LoadDir(p)
-			if err != nil {
-				failed[p] = err
-			}
-			for _, g := range gs {
-				loaded[p+"#"+g.Name] = g
-			}
+		if !fi.IsDir() {
+			add(p)
 			continue
 		}
-		files = append(files, p)
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && isDefinitionFile(d.Name()) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			failed[p] = err
+			continue
+		}
+		if len(found) == 0 {
+			failed[p] = fmt.Errorf("no definition files (%s) in this directory", strings.Join(definitionExts, ", "))
+		}
+		sort.Strings(found)
+		for _, f := range found {
+			add(f)
+		}
 	}
+	return files, failed
+}
+
+// loadEach loads files one by one with load, in an order that puts the
+// definitions others import first: a file that fails is tried again after
+// the others, as long as one more loads each round. It returns each file's
+// result and the last error of each that failed.
+func loadEach[T any](files []string, load func(file string) (T, error)) (map[string]T, map[string]error) {
+	loaded := map[string]T{}
+	failed := map[string]error{}
 	pending := files
 	for len(pending) > 0 {
 		var again []string
 		for _, f := range pending {
-			g, _, err := loader.LoadFile(f)
+			r, err := load(f)
 			if err != nil {
 				failed[f] = err
 				again = append(again, f)
 				continue
 			}
 			delete(failed, f)
-			loaded[f] = g
+			loaded[f] = r
 		}
 		if len(again) == len(pending) {
 			break
@@ -66,37 +115,81 @@ func loadOffline(repo *graph.Repository, paths []string) (map[string]*graph.Grap
 	return loaded, failed
 }
 
+// offline is an engine in memory that loads definition files exactly as a
+// server does (the format sniffed from the content, the same validation),
+// for check and run.
+func offline(ctx context.Context) (*veena.Engine, error) {
+	return veena.Open(ctx, veena.Options{Store: memstore.New()})
+}
+
+// loadOffline loads files into an offline engine.
+func loadOffline(ctx context.Context, e *veena.Engine, files []string) (map[string]*veena.Definition, map[string]error) {
+	return loadEach(files, func(f string) (*veena.Definition, error) {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		d, _, err := e.LoadDefinition(ctx, filepath.Base(f), src, "")
+		return d, err
+	})
+}
+
+// warningsOf are what a definition that loads may still do wrong.
+func warningsOf(d *veena.Definition) []string {
+	var out []string
+	for _, w := range d.Warnings {
+		if w.Line > 0 {
+			out = append(out, fmt.Sprintf("%d:%d: %s", w.Line, w.Column, w.Message))
+		} else {
+			out = append(out, w.Message)
+		}
+	}
+	start := false
+	for _, n := range d.Nodes {
+		start = start || n.Start && n.External == ""
+	}
+	if !start && d.Net == nil {
+		out = append(out, fmt.Sprintf("definition %s has no start node: it cannot be started on its own (it can be imported as an external, or run by a nested node)", d.Name))
+	}
+	return out
+}
+
 // printLoadErrors writes every problem as file:line:column: message.
 func printLoadErrors(w io.Writer, failed map[string]error) {
 	for _, f := range slices.Sorted(maps.Keys(failed)) {
-		err := failed[f]
-		var les []*graph.LoadError
-		collectLoadErrors(err, &les)
-		if len(les) == 0 {
-			fmt.Fprintf(w, "%s: %v\n", f, err)
-			continue
+		printFileErrors(w, f, failed[f])
+	}
+}
+
+// printFileErrors writes the problems of one file.
+func printFileErrors(w io.Writer, f string, err error) {
+	var les []*graph.LoadError
+	collectLoadErrors(err, &les)
+	if len(les) == 0 {
+		msg := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			msg = pe.Err.Error()
 		}
-		for _, le := range les {
-			file := le.File
-			if file == "" {
-				file = f
-			}
-			if len(le.Problems) == 0 {
-				fmt.Fprintf(w, "%s: invalid definition\n", file)
-			}
-			for _, p := range le.Problems {
-				if p.Line > 0 {
-					fmt.Fprintf(w, "%s:%d:%d: %s\n", file, p.Line, p.Column, p.Message)
-				} else {
-					fmt.Fprintf(w, "%s: %s\n", file, p.Message)
-				}
+		fmt.Fprintf(w, "%s: %s\n", f, msg)
+		return
+	}
+	for _, le := range les {
+		if len(le.Problems) == 0 {
+			fmt.Fprintf(w, "%s: invalid definition\n", f)
+		}
+		for _, p := range le.Problems {
+			if p.Line > 0 {
+				fmt.Fprintf(w, "%s:%d:%d: %s\n", f, p.Line, p.Column, p.Message)
+			} else {
+				fmt.Fprintf(w, "%s: %s\n", f, p.Message)
 			}
 		}
 	}
 }
 
 // collectLoadErrors appends the load errors in err to out, looking into
-// joined errors (a directory's files) one by one.
+// joined errors one by one.
 func collectLoadErrors(err error, out *[]*graph.LoadError) {
 	if err == nil {
 		return
@@ -106,6 +199,12 @@ func collectLoadErrors(err error, out *[]*graph.LoadError) {
 		return
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if l, ok := e.(*graph.LoadError); ok {
+				*out = append(*out, l)
+				return
+			}
+		}
 		for _, e := range j.Unwrap() {
 			collectLoadErrors(e, out)
 		}
@@ -117,119 +216,182 @@ func collectLoadErrors(err error, out *[]*graph.LoadError) {
 	}
 }
 
+// checkResult is what check found in one file.
+type checkResult struct {
+	File       string   `json:"file"`
+	Definition string   `json:"definition,omitempty"`
+	Nodes      int      `json:"nodes,omitempty"`
+	Arcs       int      `json:"arcs,omitempty"`
+	Problems   []string `json:"problems,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+}
+
 func newCheckCmd() *cobra.Command {
 	var (
-		quiet     bool
-		analyseIt bool
-		bundle    bool
-		asJSON    bool
-		maxStates int
+		quiet, strict bool
+		out           outputFlag
+		analyseIt     bool
+		maxStates     int
 	)
 	cmd := &cobra.Command{
 		Use:   "check FILE|DIR...",
-		Short: "Check definition files offline; problems are printed as file:line:column",
-		Long: `Check definition files offline; problems are printed as file:line:column.
+		Short: "Check definition files offline, exactly as loading them into a server would",
+		Long: `Check definition files offline: each is loaded as a server loads it (the format
+sniffed from the content, every problem the server would refuse it for: XML,
+unknown node types, guards and joins that do not compile, externals), in an
+engine in memory, externals before the definitions that import them. Problems
+are printed as file:line:column: message; warnings (a definition with no start
+node) too, but they do not fail the check unless --strict.
 
-With --analyse each definition's state space is explored: a Petri net's own
-(boundedness, deadlocks with a shortest firing sequence, dead transitions,
-liveness, reversibility, workflow-net soundness), a process graph's through
-its translation into a net (whether an AND join can wait for ever, whether
-every run can finish). The exit status is 2 when an analysis finds a way for
-a process to get stuck. --bundle loads all PNML files as one bundle,
-superposed by place and transition name.`,
+A directory is searched recursively for definition files (` + strings.Join(definitionExts, ", ") + `),
+and each is named on its own line.
+
+With --analyse each definition's state space is explored as the server's
+GET /api/v1/definitions/{name}/analysis does: a Petri net's own (boundedness,
+deadlocks with a shortest firing sequence, dead transitions, liveness,
+reversibility, workflow-net soundness), a process graph's through its
+translation into a net (whether an AND join can wait for ever, whether every
+run can finish). The exit status is 2 when an analysis finds a way for a
+process to get stuck.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo := graph.NewRepository()
-			loaded, failed := map[string]*graph.Graph{}, map[string]error{}
-			var others, nets []string
-			for _, a := range args {
-				if src, err := readHead(a); err == nil && isPNML(a, src) {
-					nets = append(nets, a)
-				} else {
-					others = append(others, a)
+			if err := out.check(); err != nil {
+				return err
+			}
+			files, unreadable := definitionFiles(args)
+			e, err := offline(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			loaded, failed := loadOffline(cmd.Context(), e, files)
+			var results []checkResult
+			for p, err := range unreadable {
+				results = append(results, checkResult{File: p, Problems: []string{err.Error()}})
+			}
+			bad, warned := len(unreadable), 0
+			for _, f := range files {
+				r := checkResult{File: f}
+				if err := failed[f]; err != nil {
+					var b strings.Builder
+					printFileErrors(&b, f, err)
+					r.Problems = strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+					bad++
+				} else if d := loaded[f]; d != nil {
+					r.Definition, r.Nodes, r.Arcs = d.Name, len(d.Nodes), len(d.Arcs)
+					r.Warnings = warningsOf(d)
+					if len(r.Warnings) > 0 {
+						warned++
+					}
+				}
+				results = append(results, r)
+			}
+			sort.SliceStable(results, func(i, j int) bool { return results[i].File < results[j].File })
+			total := len(files) + len(unreadable)
+			if out.format == "json" {
+				if err := printJSON(cmd.OutOrStdout(), results); err != nil {
+					return err
+				}
+			} else {
+				w, ew := cmd.OutOrStdout(), cmd.ErrOrStderr()
+				for _, r := range results {
+					switch {
+					case len(r.Problems) > 0:
+						for _, p := range r.Problems {
+							if !strings.HasPrefix(p, r.File) {
+								p = r.File + ": " + p
+							}
+							fmt.Fprintln(ew, p)
+						}
+					case !quiet:
+						fmt.Fprintf(w, "%s: ok (%s: %d nodes, %d arcs)\n", r.File, r.Definition, r.Nodes, r.Arcs)
+					}
+					for _, wn := range r.Warnings {
+						fmt.Fprintf(ew, "%s: warning: %s\n", r.File, wn)
+					}
 				}
 			}
-			loadPNML(repo, nets, bundle, loaded, failed)
-			if len(others) > 0 {
-				l, f := loadOffline(repo, others)
-				maps.Copy(loaded, l)
-				maps.Copy(failed, f)
-			}
-			out := cmd.OutOrStdout()
-			if analyseIt {
+			if analyseIt && bad == 0 {
 				stuck := 0
-				for _, k := range slices.Sorted(maps.Keys(loaded)) {
-					bad, err := analyse(out, strings.SplitN(k, "#", 2)[0], loaded[k], maxStates, asJSON)
-					if err != nil {
-						failed[k] = err
+				for _, f := range files {
+					d := loaded[f]
+					if d == nil {
+						continue
 					}
-					if bad {
+					rep, err := e.AnalyseDefinition(cmd.Context(), d.Name, d.Version, veena.AnalyseOptions{MaxStates: maxStates})
+					if err != nil {
+						return fmt.Errorf("veena check: analyse %s: %w", f, err)
+					}
+					if analysisStuck(rep) {
 						stuck++
 					}
-				}
-				if len(failed) > 0 {
-					printLoadErrors(cmd.ErrOrStderr(), failed)
-					return &exitError{code: 1, msg: fmt.Sprintf("veena check: %d of %d files have problems", len(failed), len(args))}
+					if out.format == "json" {
+						err = printJSON(cmd.OutOrStdout(), struct {
+							File       string `json:"file"`
+							Definition string `json:"definition"`
+							*veena.Analysis
+						}{f, d.Name, rep})
+					} else {
+						printAnalysis(cmd.OutOrStdout(), f, d.Name, d.Format, rep)
+					}
+					if err != nil {
+						return err
+					}
 				}
 				if stuck > 0 {
-					return &exitError{code: 2, msg: fmt.Sprintf("veena check: %d definitions can get stuck", stuck)}
-				}
-				return nil
-			}
-			if !quiet {
-				for _, k := range slices.Sorted(maps.Keys(loaded)) {
-					g := loaded[k]
-					fmt.Fprintf(out, "%s: ok (%s: %d nodes, %d arcs)\n", strings.SplitN(k, "#", 2)[0], g.Name, len(g.Nodes), len(g.Arcs))
+					return &exitError{code: 2, msg: fmt.Sprintf("veena check: %d of %d %s can get stuck", stuck, total, plural(total, "definition", "definitions"))}
 				}
 			}
-			if len(failed) > 0 {
-				printLoadErrors(cmd.ErrOrStderr(), failed)
-				return &exitError{code: 1, msg: fmt.Sprintf("veena check: %d of %d files have problems", len(failed), len(args))}
+			summary := fmt.Sprintf("%d of %d %s %s", bad, total, plural(total, "file", "files"), plural(bad, "has problems", "have problems"))
+			if warned > 0 {
+				summary += fmt.Sprintf(", %d with warnings", warned)
+			}
+			if bad > 0 || strict && warned > 0 {
+				return &exitError{code: 1, msg: "veena check: " + summary}
+			}
+			if !quiet && out.format != "json" {
+				fmt.Fprintf(cmd.OutOrStdout(), "veena check: %d %s ok", total, plural(total, "file", "files"))
+				if warned > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), " (%d with warnings)", warned)
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print problems only")
-	cmd.Flags().BoolVar(&analyseIt, "analyse", false, "explore each definition's state space and report what can go wrong")
-	cmd.Flags().BoolVar(&bundle, "bundle", false, "load the PNML files as one bundle, superposed by name")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "with --analyse, print each analysis as JSON (the API's form)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print problems and warnings only")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail on warnings too")
+	cmd.Flags().BoolVar(&analyseIt, "analyse", false, "explore each definition's state space and report how its processes can get stuck")
 	cmd.Flags().IntVar(&maxStates, "max-states", analysis.DefaultMaxStates, "with --analyse, stop exploring after this many states")
+	out.add(cmd)
 	return cmd
 }
 
-// readHead reads the start of a file, to sniff its format; a directory
-// gives an error.
-func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	n, err := f.Read(buf)
-	if n == 0 && err != nil {
-		return nil, err
-	}
-	return buf[:n], nil
+	return many
 }
 
-// kernelEnv builds a kernel environment from --env NAME=VALUE flags.
-func kernelEnv(pairs []string) (*kernel.Env, error) {
-	e := kernel.NewEnv()
+// valuesOf turns --env NAME=VALUE flags into attribute values.
+func valuesOf(pairs []string) (map[string]any, error) {
 	raw, err := parseEnv(pairs)
 	if err != nil {
 		return nil, err
 	}
+	out := map[string]any{}
 	for k, r := range raw {
 		var v kernel.Value
 		if err := v.UnmarshalJSON(r); err != nil {
 			return nil, fmt.Errorf("veena: --env %s: %w", k, err)
 		}
 		if !v.IsNone() {
-			e.Set(k, v)
+			out[k] = v
 		}
 	}
-	return e, nil
+	return out, nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -237,72 +399,137 @@ func newRunCmd() *cobra.Command {
 		envPairs []string
 		defsDir  string
 		noEvents bool
+		out      outputFlag
 	)
 	cmd := &cobra.Command{
-		Use:   "run FILE.wf.xml",
+		Use:   "run FILE",
 		Short: "Run a definition in memory and print its token tree and events",
-		Long: `Run a definition in memory with the kernel, no server and no store: the
-process starts and runs until every token waits or it ends. The token history is
-printed in the TestProcess notation, then the events in the order they fired.
---definitions DIR loads the externals the definition imports.`,
-		Args: cobra.ExactArgs(1),
+		Long: `Run a definition in memory, no server needed: it is loaded as a server loads it,
+the process starts and runs until every token waits or it ends. The token history
+is printed in the TestProcess notation (see veena processes tokens --help), then the
+events in the order they fired and the process environment. --definitions DIR
+loads the externals and nested definitions it uses first.
+
+` + envHelp,
+		Example: `  veena run testdata/examples/split-join.wf.xml --env bigAmount=true`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo := graph.NewRepository()
-			paths := []string{}
-			if defsDir != "" {
-				paths = append(paths, defsDir)
+			if err := out.check("tree", "json"); err != nil {
+				return err
 			}
-			paths = append(paths, args[0])
-			loaded, failed := loadOffline(repo, paths)
-			if err := failed[args[0]]; err != nil || loaded[args[0]] == nil {
-				printLoadErrors(cmd.ErrOrStderr(), failed)
-				return &exitError{code: 1, msg: "veena run: the definition could not be loaded"}
-			}
-			g := loaded[args[0]]
-			env, err := kernelEnv(envPairs)
+			ctx := cmd.Context()
+			env, err := valuesOf(envPairs)
 			if err != nil {
 				return err
 			}
-			k := kernel.New()
-			k.Definitions = repo.Latest
-			p, err := k.Engine(time.Now()).Start(g, env)
+			e, err := offline(ctx)
 			if err != nil {
-				return fmt.Errorf("veena run: %s: %w (%s)", g.Name, err, codeOf(err))
+				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "process %s of %s: %s\n\n", p.ID, g.Name, p.State)
-			fmt.Fprint(out, p.History())
-			for _, n := range p.Nested {
-				fmt.Fprintf(out, "\nnested process %s of %s: %s\n", n.ID, n.Graph.Name, n.State)
-				fmt.Fprint(out, n.History())
-			}
-			if !noEvents {
-				fmt.Fprintln(out, "\nevents:")
-				for _, ev := range p.Events {
-					fmt.Fprintf(out, "  %s\n", ev.String())
+			defer e.Close()
+			var files []string
+			if defsDir != "" {
+				var unreadable map[string]error
+				if files, unreadable = definitionFiles([]string{defsDir}); len(unreadable) > 0 {
+					printLoadErrors(cmd.ErrOrStderr(), unreadable)
+					return &exitError{code: 1, msg: "veena run: --definitions could not be read"}
 				}
 			}
-			if names := p.Env.Names(); len(names) > 0 {
-				fmt.Fprintln(out, "\nenv:")
-				for _, n := range names {
-					v, _ := p.Env.Get(n)
-					fmt.Fprintf(out, "  %s = %s\n", n, v)
-				}
+			files = append(slices.DeleteFunc(files, func(f string) bool { return f == args[0] }), args[0])
+			loaded, failed := loadOffline(ctx, e, files)
+			d := loaded[args[0]]
+			if d == nil {
+				printLoadErrors(cmd.ErrOrStderr(), failed)
+				return &exitError{code: 1, msg: "veena run: the definition could not be loaded"}
 			}
-			return nil
+			p, err := e.StartProcess(ctx, veena.StartRequest{Definition: d.Name, Version: d.Version, Env: env})
+			if err != nil {
+				return fmt.Errorf("veena run: %s: %w (%s)", d.Name, err, veena.Code(err))
+			}
+			return printRun(ctx, e, cmd.OutOrStdout(), p, !noEvents, out.format == "json")
 		},
 	}
-	cmd.Flags().StringArrayVar(&envPairs, "env", nil, "process attribute NAME=VALUE, repeatable")
-	cmd.Flags().StringVar(&defsDir, "definitions", "", "directory of *.wf.xml definitions the file imports as externals")
+	cmd.Flags().StringArrayVar(&envPairs, "env", nil, "process attribute NAME=VALUE, repeatable (typed as described above)")
+	cmd.Flags().StringVar(&defsDir, "definitions", "", "directory of the definitions the file imports or nests")
 	cmd.Flags().BoolVar(&noEvents, "no-events", false, "print the token tree only")
+	out.add(cmd, "tree", "json")
 	return cmd
 }
 
-// codeOf is the stable code of a kernel error, "error" for others.
-func codeOf(err error) string {
-	var ke *kernel.Error
-	if errors.As(err, &ke) {
-		return ke.Code
+// runResult is what run prints as JSON: each process of the run (the root,
+// then the nested ones) with its tokens and events.
+type runResult struct {
+	Process veena.Process      `json:"process"`
+	Tokens  veena.TokenHistory `json:"tokens"`
+	Events  []veena.Event      `json:"events"`
+}
+
+// printRun prints the processes of a run: the root, then the nested
+// processes its tokens started, each with its token tree and events.
+func printRun(ctx context.Context, e *veena.Engine, w io.Writer, root *veena.Process, events, asJSON bool) error {
+	page, err := e.Processes(ctx, veena.ProcessFilter{Oldest: true, Limit: 1000, NoTotal: true})
+	if err != nil {
+		return err
 	}
-	return "error"
+	procs := []veena.Process{*root}
+	for _, p := range page.Items {
+		if p.ID != root.ID {
+			procs = append(procs, p)
+		}
+	}
+	var results []runResult
+	for i, p := range procs {
+		h, err := e.Tokens(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		evs, err := e.Events(ctx, p.ID, 0, 0)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			results = append(results, runResult{Process: p, Tokens: *h, Events: evs})
+			continue
+		}
+		if i == 0 {
+			fmt.Fprintf(w, "process %s of %s: %s\n\n", p.ID, p.Definition, stateWords(p))
+		} else {
+			fmt.Fprintf(w, "\nnested process %s of %s: %s\n", p.ID, p.Definition, stateWords(p))
+		}
+		fmt.Fprint(w, historyTree(h))
+		if events {
+			fmt.Fprintln(w, "\nevents:")
+			for _, ev := range evs {
+				fmt.Fprintf(w, "  %s\n", eventWords(h, ev))
+			}
+		}
+		if len(p.Env) > 0 {
+			fmt.Fprintln(w, "\nenv:")
+			printEnv(w, "  ", p.Env)
+		}
+	}
+	if asJSON {
+		return printJSON(w, results)
+	}
+	return nil
+}
+
+// eventWords is an event as "TYPE node" or "TYPE from->to".
+func eventWords(h *veena.TokenHistory, ev veena.Event) string {
+	s := ev.Type
+	switch {
+	case ev.ArcToken != nil:
+		for _, a := range h.ArcTokens {
+			if a.ID == *ev.ArcToken {
+				s += " " + qualified(a.Arc.FromExternal, a.Arc.From) + "->" + qualified(a.Arc.ToExternal, a.Arc.To)
+			}
+		}
+	case ev.NodeToken != nil:
+		for _, t := range h.NodeTokens {
+			if t.ID == *ev.NodeToken {
+				s += " " + qualified(t.External, t.Node)
+			}
+		}
+	}
+	return s
 }

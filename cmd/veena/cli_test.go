@@ -135,7 +135,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("start: %v %s", err, out)
 	}
 	h, _ := eng.Tokens(ctx, p.ID)
-	if out, errOut, code := veenaCmd("tokens", "complete", h.NodeTokens[0].ID, "--arc", "go", "--env", "ok=true"); code != 0 || !strings.Contains(out, "active node tokens") {
+	if out, errOut, code := veenaCmd("tokens", "complete", h.NodeTokens[0].ID, "--arc", "go", "--env", "ok=true"); code != 0 || !strings.Contains(out, "waiting at") {
 		t.Fatalf("complete: %d %s %s", code, out, errOut)
 	}
 	if out, _, _ := veenaCmd("tokens", "show", h.NodeTokens[0].ID); !strings.Contains(out, "ok") || !strings.Contains(out, "complete") {
@@ -230,7 +230,7 @@ func TestEventCommands(t *testing.T) {
 	}
 	// Text output shows the process; --node picks the token; pairs all match.
 	out, errOut, code = veenaCmd("events", "send", "--match", "order=o-1", "--match", "tenant=t", "--node", "A")
-	if code != 0 || !strings.Contains(out, "Process "+p1.ID) || !strings.Contains(out, "active node tokens") || nodes(p1.ID) != "A:C B:I" {
+	if code != 0 || !strings.Contains(out, "Process "+p1.ID) || !strings.Contains(out, "waiting at") || nodes(p1.ID) != "A:C B:I" {
 		t.Fatalf("events send --node A: %d %s %s", code, out, errOut)
 	}
 

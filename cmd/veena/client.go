@@ -103,7 +103,7 @@ func (e *apiError) describe() string {
 		}
 		return b.String()
 	case e.Status == http.StatusUnauthorized:
-		fmt.Fprintf(&b, "veena: the server needs a valid access token: %s\n  pass --token or set VEENA_TOKEN (an admin makes one with `veena token create`)", e.Detail)
+		fmt.Fprintf(&b, "veena: the server needs a valid access token: %s\n  pass --token or set VEENA_TOKEN (an admin makes one with `veena access-token create`)", e.Detail)
 		return b.String()
 	case e.Status == http.StatusForbidden:
 		return "veena: not allowed: " + e.Detail

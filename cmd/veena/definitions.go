@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -62,30 +64,82 @@ func newDefinitionsCmd() *cobra.Command {
 	cf.add(cmd)
 
 	var format string
+	var loadOut outputFlag
 	load := &cobra.Command{
-		Use:   "load FILE...",
+		Use:   "load FILE|DIR...",
 		Short: "Load definition files (a changed file makes a new version)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Load definition files into the server; a file whose content changed makes a new
+version of its definition, an unchanged one is left as it is. A directory is
+searched recursively for definition files (` + strings.Join(definitionExts, ", ") + `).
+Definitions that others import (externals) are loaded first: a file that fails is
+tried again once the others are loaded. Each file is named with what became of it.`,
+		Example: `  veena definitions load order.wf.xml
+  veena definitions load testdata/examples`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := loadOut.check(); err != nil {
+				return err
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			failed := 0
-			for _, file := range args {
-				if err := loadFile(cmd.Context(), c, file, format, out); err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), describe(err))
-					failed++
+			files, unreadable := definitionFiles(args)
+			type result struct {
+				File       string `json:"file"`
+				Definition string `json:"definition,omitempty"`
+				Version    int    `json:"version,omitempty"`
+				Created    bool   `json:"created"`
+				Error      string `json:"error,omitempty"`
+			}
+			loaded, failed := loadEach(files, func(f string) (result, error) {
+				d, created, err := loadFile(cmd.Context(), c, f, format)
+				if err != nil {
+					return result{}, err
+				}
+				return result{File: f, Definition: d.Name, Version: d.Version, Created: created}, nil
+			})
+			maps.Copy(failed, unreadable)
+			var results []result
+			for _, f := range files {
+				if r, ok := loaded[f]; ok {
+					results = append(results, r)
 				}
 			}
-			if failed > 0 {
-				return &exitError{code: 1, msg: fmt.Sprintf("veena: %d of %d files not loaded", failed, len(args))}
+			for _, f := range slices.Sorted(maps.Keys(failed)) {
+				results = append(results, result{File: f, Error: describe(failed[f])})
+			}
+			out := cmd.OutOrStdout()
+			if loadOut.format == "json" {
+				if err := printJSON(out, results); err != nil {
+					return err
+				}
+			} else {
+				created := 0
+				for _, r := range results {
+					switch {
+					case r.Error != "":
+						fmt.Fprintln(cmd.ErrOrStderr(), r.Error)
+					case r.Created:
+						created++
+						fmt.Fprintf(out, "%s: loaded %s version %d\n", r.File, r.Definition, r.Version)
+					default:
+						fmt.Fprintf(out, "%s: %s version %d is unchanged\n", r.File, r.Definition, r.Version)
+					}
+				}
+				if len(results) > 1 {
+					fmt.Fprintf(out, "%d %s: %d loaded, %d unchanged, %d failed\n", len(results), plural(len(results), "file", "files"),
+						created, len(loaded)-created, len(failed))
+				}
+			}
+			if len(failed) > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("veena: %d of %d files not loaded", len(failed), len(files)+len(unreadable))}
 			}
 			return nil
 		},
 	}
 	load.Flags().StringVar(&format, "format", "", "sarasvati, bpmn, pnml or schema (default: sniffed from the content)")
+	loadOut.add(load)
 
 	var lo outputFlag
 	list := &cobra.Command{
@@ -131,7 +185,7 @@ func newDefinitionsCmd() *cobra.Command {
 			tw := table(out)
 			fmt.Fprintln(tw, "NAME\tVERSION\tFORMAT\tNODES\tARCS\tLOADED")
 			for _, d := range all {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", d.Name, d.Version, d.Format, len(d.Nodes), len(d.Arcs), d.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", d.Name, d.Version, d.Format, len(d.Nodes), len(d.Arcs), stamp(d.CreatedAt))
 			}
 			return tw.Flush()
 		},
@@ -160,7 +214,7 @@ func newDefinitionsCmd() *cobra.Command {
 			if so.format == "json" {
 				return printJSON(out, d)
 			}
-			fmt.Fprintf(out, "Definition %s, version %d (%s)\n  hash:   %s\n  loaded: %s\n\n", d.Name, d.Version, d.Format, d.Hash, d.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+			fmt.Fprintf(out, "Definition %s, version %d (%s)\n  hash:   %s\n  loaded: %s\n\n", d.Name, d.Version, d.Format, d.Hash, stamp(d.CreatedAt))
 			tw := table(out)
 			fmt.Fprintln(tw, "NODE\tTYPE\tSTART\tJOIN\tGUARD")
 			for _, n := range d.Nodes {
@@ -234,7 +288,7 @@ func newDefinitionsCmd() *cobra.Command {
 			tw := table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "VERSION\tHASH\tLOADED")
 			for _, d := range page.Items {
-				fmt.Fprintf(tw, "%d\t%s\t%s\n", d.Version, short(d.Hash, 12), d.CreatedAt.Format("2006-01-02 15:04:05Z07:00"))
+				fmt.Fprintf(tw, "%d\t%s\t%s\n", d.Version, short(d.Hash, 12), stamp(d.CreatedAt))
 			}
 			return tw.Flush()
 		},
@@ -256,29 +310,24 @@ func definitionPath(name string, version int) string {
 }
 
 // loadFile loads one definition file into the server and says whether it
-// made a new version.
-func loadFile(ctx context.Context, c *client, file, format string, out io.Writer) error {
+// made a new version. Its problems name the file.
+func loadFile(ctx context.Context, c *client, file, format string) (*veena.Definition, bool, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("veena: %w", err)
+		return nil, false, fmt.Errorf("veena: %w", err)
 	}
 	q := url.Values{"file": {filepath.Base(file)}}
 	if format != "" {
 		q.Set("format", format)
 	}
-	c.file = file
-	defer func() { c.file = "" }()
+	fc := *c
+	fc.file = file
 	var d veena.Definition
-	status, err := c.request(ctx, http.MethodPost, "/api/v1/definitions", q, bytes.NewReader(src), contentTypeOf(file, src), nil, &d)
+	status, err := fc.request(ctx, http.MethodPost, "/api/v1/definitions", q, bytes.NewReader(src), contentTypeOf(file, src), nil, &d)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	if status == http.StatusCreated {
-		fmt.Fprintf(out, "%s: loaded %s version %d\n", file, d.Name, d.Version)
-	} else {
-		fmt.Fprintf(out, "%s: %s version %d is unchanged\n", file, d.Name, d.Version)
-	}
-	return nil
+	return &d, status == http.StatusCreated, nil
 }
 
 // contentTypeOf is the Content-Type a definition file is sent with, from its

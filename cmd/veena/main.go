@@ -87,6 +87,7 @@ with the access token --token (VEENA_TOKEN).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.HiddenDefaultCmd = true
+	defer withUsage(root)
 	root.AddCommand(
 		newServeCmd(),
 		newMigrateCmd(),
@@ -96,12 +97,36 @@ with the access token --token (VEENA_TOKEN).`,
 		newTokensCmd(),
 		newEventsCmd(),
 		newAccessTokenCmd(),
+		newOldTokenCmd(),
 		newWhoamiCmd(),
 		newCheckCmd(),
 		newRunCmd(),
 		newBenchCmd(),
 	)
 	return root
+}
+
+// withUsage makes every command answer a wrong number of arguments, or a
+// wrong flag, with its usage line, so that a person sees what it wants.
+func withUsage(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%s: %w\nUsage: %s\nRun '%s --help' for more.", cmd.CommandPath(), err, cmd.UseLine(), cmd.CommandPath())
+	})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					return fmt.Errorf("%s: %w\nUsage: %s\nRun '%s --help' for more.", cmd.CommandPath(), err, cmd.UseLine(), cmd.CommandPath())
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // describe renders an error for a person.

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,12 +71,24 @@ func exactNumber(t string) bool {
 	return ok && ok2 && want.Cmp(have) == 0
 }
 
+// envHelp explains --env values, for the help of the commands that take them.
+const envHelp = `--env NAME=VALUE sets an attribute (repeatable). The value keeps its JSON
+type: 42 and 1.5 are numbers, true and false booleans, {"date": "2026-05-01T08:00:00Z"}
+a date; anything else is a string, and so is a value in double quotes ("42") or a
+number an attribute cannot hold exactly (it keeps every digit as text).`
+
+// idHelp explains shortened ids, for the help of the commands that take them.
+const idHelp = `A process id may be shortened to any start of it that only one process has; a
+node token id is its process id (or such a start of it), ".n" and the token's
+number, as in 0192f7c4-3b1e.n2.`
+
 func newProcessesCmd() *cobra.Command {
 	cf := &clientFlags{}
 	cmd := &cobra.Command{
 		Use:     "processes",
 		Aliases: []string{"process", "proc", "ps"},
-		Short:   "Start, list, show and cancel processes on the server",
+		Short:   "Start, list, show and cancel processes on the server; find waiting work",
+		Long:    "Start, list, show and cancel processes on the server; find waiting work.\n\n" + idHelp,
 	}
 	cf.add(cmd)
 
@@ -88,7 +102,16 @@ func newProcessesCmd() *cobra.Command {
 	start := &cobra.Command{
 		Use:   "start DEFINITION",
 		Short: "Start a process; it runs until every token waits",
-		Args:  cobra.ExactArgs(1),
+		Long: `Start a process of a definition (its latest version unless --version); it runs
+until every token waits or it ends, and the process is shown.
+
+` + envHelp + `
+
+--context KEY=VALUE gives the process context pairs (repeatable): incoming events
+find it by them (veena events send --match KEY=VALUE), and lists by them
+(veena processes list --context KEY=VALUE).`,
+		Example: `  veena processes start order --env amount=120 --env express=true --context order=o-1042`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := startOut.check(); err != nil {
 				return err
@@ -122,85 +145,149 @@ func newProcessesCmd() *cobra.Command {
 			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, startOut.format)
 		},
 	}
-	start.Flags().StringArrayVar(&startEnv, "env", nil, "process attribute NAME=VALUE, repeatable")
+	start.Flags().StringArrayVar(&startEnv, "env", nil, "process attribute NAME=VALUE, repeatable (typed as described above)")
 	start.Flags().StringArrayVar(&startContext, "context", nil, "context pair KEY=VALUE that incoming events (veena events send --match) find the process by, repeatable")
 	start.Flags().IntVar(&startVersion, "version", 0, "definition version (default: the latest)")
 	start.Flags().StringVar(&startKey, "idempotency-key", "", "a key that makes a retry of this start return the first result")
 	startOut.add(start)
 
-	var (
-		listDef, listState, listParent, listAfter string
-		listLimit                                 int
-		listAll                                   bool
-		listOut                                   outputFlag
-	)
+	lf := &listFlags{}
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List processes, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List processes, newest first, with where each waits",
+		Long: `List processes, newest first (--oldest: oldest first), with the node each waits at
+and its context, and how many processes the filters select (counted up to 10000).
+
+Filters (all must hold): --definition (with --version), --state (several separated
+by commas), --id (an id or its start), --node (waiting at a node; external:name for
+an imported one), --stalled, --context KEY=VALUE (repeatable; ended processes too),
+--search (an id's start or any context value), --since and --until (creation time:
+a time such as 2026-05-01T08:00:00Z or 2026-05-01, or a duration ago such as 2h).`,
+		Example: `  veena processes list --state executing --node approve
+  veena processes list --stalled
+  veena processes list --context order=o-1042
+  veena processes list --since 24h --definition order -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := listOut.check(); err != nil {
+			if err := lf.out.check(); err != nil {
 				return err
 			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			var items []veena.Process
-			after, next := listAfter, ""
-			for {
-				q := url.Values{"limit": {strconv.Itoa(listLimit)}}
-				for k, v := range map[string]string{"definition": listDef, "state": listState, "parentToken": listParent, "after": after} {
-					if v != "" {
-						q.Set(k, v)
-					}
+			q, err := lf.query(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			var page veena.ProcessPage
+			if err := readPages(cmd.Context(), c, "/api/v1/processes", q, lf.all, func(raw json.RawMessage) (string, int, error) {
+				var p veena.ProcessPage
+				if err := json.Unmarshal(raw, &p); err != nil {
+					return "", 0, err
 				}
-				var page veena.ProcessPage
-				if err := c.getJSON(cmd.Context(), "/api/v1/processes", q, &page); err != nil {
-					return err
-				}
-				items = append(items, page.Items...)
-				next = page.Next
-				if !listAll || next == "" || next == after {
-					break
-				}
-				after = next
+				page.Items = append(page.Items, p.Items...)
+				page.Next, page.Total, page.TotalCapped = p.Next, p.Total, p.TotalCapped
+				return p.Next, len(p.Items), nil
+			}); err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
-			if listOut.format == "json" {
-				if items == nil {
-					items = []veena.Process{}
-				}
-				return printJSON(out, items)
+			if page.Items == nil {
+				page.Items = []veena.Process{}
 			}
-			if len(items) == 0 {
-				fmt.Fprintln(out, "No processes.")
+			if lf.out.format == "json" {
+				return printJSON(out, page)
+			}
+			if len(page.Items) == 0 {
+				fmt.Fprintln(out, "No processes match.")
 				return nil
 			}
 			tw := table(out)
-			fmt.Fprintln(tw, "ID\tDEFINITION\tVERSION\tSTATE\tCREATED\tUPDATED")
-			for _, p := range items {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", p.ID, p.Definition, p.Version, p.State, stamp(p.CreatedAt), stamp(p.UpdatedAt))
+			fmt.Fprintln(tw, "ID\tDEFINITION\tSTATE\tWAITING AT\tCONTEXT\tCREATED")
+			for _, p := range page.Items {
+				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\n", p.ID, p.Definition, p.Version, stateWords(p), oneLine(waitingWords(p.WaitingAt, p.WaitingMore)),
+					oneLine(formatPairs(p.Context)), stamp(p.CreatedAt))
 			}
 			tw.Flush()
-			if next != "" && !listAll {
-				fmt.Fprintf(out, "\nMore processes: add --after %s (or --all)\n", next)
+			fmt.Fprintf(out, "\n%s\n", countWords(len(page.Items), page.Total, page.TotalCapped, "process", "processes"))
+			if page.Next != "" && !lf.all {
+				fmt.Fprintf(out, "More: add --after %s (or --all)\n", page.Next)
 			}
 			return nil
 		},
 	}
-	list.Flags().StringVar(&listDef, "definition", "", "only processes of this definition")
-	list.Flags().StringVar(&listState, "state", "", "only processes in this state (created, executing, pending_completion, completed, pending_cancel, canceled)")
-	list.Flags().StringVar(&listParent, "parent-token", "", "only nested processes of this node token")
-	list.Flags().StringVar(&listAfter, "after", "", "cursor of the next page")
-	list.Flags().IntVar(&listLimit, "limit", 100, "page size (1-1000)")
-	list.Flags().BoolVar(&listAll, "all", false, "read every page")
-	listOut.add(list)
+	lf.add(list, true)
+
+	wf := &listFlags{}
+	waiting := &cobra.Command{
+		Use:   "waiting",
+		Short: "List waiting work: every active node token and waiting join, where and since when",
+		Long: `List the waiting work of executing processes: every active node token (and
+delayed token, and node running a nested process) and every join where arc tokens
+wait, with the process, its context, the node and since when. Processes come oldest
+first (--newest: newest first); the filters of veena processes list select them
+(--node lists only the waits at that node). --limit counts processes.`,
+		Example: `  veena processes waiting
+  veena processes waiting --node approve --definition order`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.out.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			q, err := wf.query(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			var page veena.WaitingPage
+			if err := readPages(cmd.Context(), c, "/api/v1/waiting", q, wf.all, func(raw json.RawMessage) (string, int, error) {
+				var p veena.WaitingPage
+				if err := json.Unmarshal(raw, &p); err != nil {
+					return "", 0, err
+				}
+				page.Items = append(page.Items, p.Items...)
+				page.Next, page.Total, page.TotalCapped = p.Next, p.Total, p.TotalCapped
+				return p.Next, len(p.Items), nil
+			}); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if page.Items == nil {
+				page.Items = []veena.WaitingItem{}
+			}
+			if wf.out.format == "json" {
+				return printJSON(out, page)
+			}
+			if len(page.Items) == 0 {
+				fmt.Fprintln(out, "Nothing waits.")
+				return nil
+			}
+			now := time.Now()
+			tw := table(out)
+			fmt.Fprintln(tw, "PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tTOKEN\tCONTEXT")
+			for _, it := range page.Items {
+				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Process, it.Definition, it.Version, qualified(it.External, it.Node),
+					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), tokenNumber(it.Token), oneLine(formatPairs(it.Context)))
+			}
+			tw.Flush()
+			fmt.Fprintf(out, "\n%s\n", countWords(countProcesses(page.Items), page.Total, page.TotalCapped, "process waits", "processes wait"))
+			if page.Next != "" && !wf.all {
+				fmt.Fprintf(out, "More: add --after %s (or --all)\n", page.Next)
+			}
+			return nil
+		},
+	}
+	wf.add(waiting, false)
 
 	var showOut outputFlag
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show a process, its environment and its active tokens",
+		Short: "Show a process: its state, where it waits, why it is stalled, its environment",
+		Long:  "Show a process: its state, where it waits (its active node tokens and waiting joins),\nwhy it is stalled if it is, failures of its timers, its context and environment.\n\n" + idHelp,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := showOut.check(); err != nil {
@@ -210,8 +297,12 @@ func newProcessesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			id, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
 			var p veena.Process
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0]), nil, &p); err != nil {
+			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id), nil, &p); err != nil {
 				return err
 			}
 			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, showOut.format)
@@ -224,6 +315,7 @@ func newProcessesCmd() *cobra.Command {
 	cancel := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a process (and its active nested processes)",
+		Long:  "Cancel a process (and its active nested processes).\n\n" + idHelp,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cancelOut.check(); err != nil {
@@ -233,7 +325,11 @@ func newProcessesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := c.command(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/cancel", struct{}{}, cancelKey)
+			id, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			p, err := c.command(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/cancel", struct{}{}, cancelKey)
 			if err != nil {
 				return err
 			}
@@ -247,42 +343,55 @@ func newProcessesCmd() *cobra.Command {
 	cancel.Flags().StringVar(&cancelKey, "idempotency-key", "", "a key that makes a retry return the first result")
 	cancelOut.add(cancel)
 
+	var tokOut outputFlag
 	var tokFormat string
 	tokens := &cobra.Command{
 		Use:   "tokens ID",
 		Short: "Show the token history of a process",
 		Long: `Show the token history of a process: every node and arc token, in creation order.
 
---format table (default), json (the API's TokenHistory), or tree: the TestProcess
+-o table (default), json (the API's TokenHistory), or tree: the TestProcess
 notation, one node token per line as [n NODE status type (set member)…] followed by
 its arc tokens as (status type target); n is the token's creation number, status is
 I (incomplete) or C (complete) for node tokens and P (pending), I (waiting) or
 C (complete) for arc tokens, whose target is the number of the node token they
-completed into, else the node they lead to.`,
+completed into, else the node they lead to.
+
+` + idHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tokFormat != "" {
+				tokOut.format = tokFormat
+			}
+			if err := tokOut.check("table", "json", "tree"); err != nil {
+				return err
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
+			id, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
 			var h veena.TokenHistory
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/tokens", nil, &h); err != nil {
+			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/tokens", nil, &h); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			switch tokFormat {
+			switch tokOut.format {
 			case "json":
 				return printJSON(out, h)
 			case "tree":
 				_, err := io.WriteString(out, historyTree(&h))
 				return err
-			case "table":
-				return historyTable(out, &h)
 			}
-			return fmt.Errorf("veena: --format %q: want table, json or tree", tokFormat)
+			return historyTable(out, &h)
 		},
 	}
-	tokens.Flags().StringVar(&tokFormat, "format", "table", "table, json or tree (TestProcess notation)")
+	tokOut.add(tokens, "table", "json", "tree")
+	tokens.Flags().StringVar(&tokFormat, "format", "", "the same as -o")
+	_ = tokens.Flags().MarkHidden("format")
 
 	var (
 		follow  bool
@@ -292,46 +401,61 @@ completed into, else the node they lead to.`,
 	events := &cobra.Command{
 		Use:   "events ID",
 		Short: "Show the execution events of a process (--follow: as they fire)",
+		Long:  "Show the execution events of a process (--follow: as they fire).\n\n" + idHelp,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := evOut.check("text", "json"); err != nil {
+			if evOut.format == "text" {
+				evOut.format = "table"
+			}
+			if err := evOut.check(); err != nil {
 				return err
 			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			return showEvents(cmd.Context(), c, cmd.OutOrStdout(), args[0], evAfter, follow, evOut.format == "json")
+			id, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			return showEvents(cmd.Context(), c, cmd.OutOrStdout(), id, evAfter, follow, evOut.format == "json")
 		},
 	}
 	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events as they fire, until the process completes or is canceled")
 	events.Flags().Int64Var(&evAfter, "after", 0, "only events after this sequence number")
-	evOut.add(events, "text", "json")
+	evOut.add(events)
 
 	envCmd := newEnvCmd(cf, "env ID [NAME=VALUE…]",
 		"Show the process environment, or merge attributes into it (NAME= with no value removes one)",
-		"/api/v1/processes/")
+		"/api/v1/processes/", resolveProcess)
 
-	cmd.AddCommand(start, list, show, cancel, tokens, events, envCmd)
+	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd)
 	return cmd
 }
 
-// stamp is a time in the local zone to the second, "" for none.
+// stampLayout is how the command line shows times: the date, the time to
+// the second and the zone, in the local zone.
+const stampLayout = "2006-01-02 15:04:05Z07:00"
+
+// stamp is a time as stampLayout shows it, "" for none.
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.Local().Format("2006-01-02 15:04:05")
+	return t.Local().Format(stampLayout)
 }
 
-// showProcess prints a process with its environment and active node tokens.
+// showProcess prints a process with where it waits, why it is stalled, the
+// failures of its timers, its context and its environment; as JSON, the
+// process as the API gives it (waitingAt, stall and timerFailures carry
+// what the text shows).
 func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process, format string) error {
 	if format == "json" {
 		return printJSON(out, p)
 	}
 	fmt.Fprintf(out, "Process %s\n", p.ID)
 	fmt.Fprintf(out, "  definition: %s version %d\n", p.Definition, p.Version)
-	fmt.Fprintf(out, "  state:      %s\n", p.State)
+	fmt.Fprintf(out, "  state:      %s\n", stateWords(*p))
 	if p.ParentToken != nil {
 		fmt.Fprintf(out, "  parent:     node token %s\n", *p.ParentToken)
 	}
@@ -343,27 +467,276 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		fmt.Fprintln(out, "  env:")
 		printEnv(out, "    ", p.Env)
 	}
-	var h veena.TokenHistory
-	if err := c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(p.ID)+"/tokens", nil, &h); err != nil {
-		return err
-	}
-	var active []veena.NodeToken
-	for _, t := range h.NodeTokens {
-		if !t.Complete && !isBacktrackedType(t.ExecutionType) {
-			active = append(active, t)
+	if p.Stalled {
+		fmt.Fprintln(out, "  STALLED: no active node token, and these joins wait for arcs that nothing will complete:")
+		for _, j := range p.Stall {
+			fmt.Fprintf(out, "    join %s (%s): arrived from %s; missing from %s\n", qualified(j.External, j.Node), j.Join, arcList(j.Waiting), arcList(j.Missing))
 		}
+		fmt.Fprintln(out, "    backtrack to a completed token to run a branch again (veena node-tokens backtrack), or cancel the process")
 	}
-	if len(active) == 0 {
-		fmt.Fprintln(out, "  no active node tokens")
+	for _, f := range p.TimerFailures {
+		fmt.Fprintf(out, "  TIMER FAILED: token %s on %s, %d attempt(s), last at %s: %s\n", f.Token, f.Node, f.Attempts, stamp(f.At), f.Message)
+	}
+	if len(p.WaitingAt) == 0 {
+		if p.State == "executing" {
+			fmt.Fprintln(out, "  waits nowhere")
+		} else {
+			fmt.Fprintf(out, "  waits nowhere: the process is %s\n", p.State)
+		}
 		return nil
 	}
-	fmt.Fprintln(out, "  active node tokens (complete one with: veena tokens complete ID):")
+	fmt.Fprintln(out, "  waiting at (complete a token with: veena node-tokens complete TOKEN):")
 	tw := table(out)
-	fmt.Fprintln(tw, "    ID\tNODE\tGUARD\tCREATED")
-	for _, t := range active {
-		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", t.ID, qualified(t.External, t.Node), deref(t.GuardAction), stamp(t.CreatedAt))
+	fmt.Fprintln(tw, "    NODE\tWAITS\tSINCE\tTOKEN")
+	for _, w := range p.WaitingAt {
+		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", qualified(w.External, w.Node), waitKindWords(w.Kind, w.Arcs, w.Until, false), stamp(w.Since), w.Token)
+	}
+	if p.WaitingMore > 0 {
+		fmt.Fprintf(tw, "    … and %d more\t\t\t\n", p.WaitingMore)
 	}
 	return tw.Flush()
+}
+
+// stateWords is a process's state, marked when it is stalled.
+func stateWords(p veena.Process) string {
+	if p.Stalled {
+		return p.State + " (STALLED)"
+	}
+	return p.State
+}
+
+// waitingWords says where a process waits, in one line.
+func waitingWords(ws []veena.Wait, more int) string {
+	var parts []string
+	for _, w := range ws {
+		s := qualified(w.External, w.Node)
+		switch w.Kind {
+		case "join":
+			s += " (join)"
+		case "delayed":
+			s += " (delayed)"
+		case "nested":
+			s += " (nested)"
+		}
+		if !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	if more > 0 {
+		parts = append(parts, fmt.Sprintf("+%d more", more))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// waitKindWords says how a token or join waits.
+func waitKindWords(kind string, arcs int, until *time.Time, stalled bool) string {
+	switch kind {
+	case "token":
+		return "active token"
+	case "nested":
+		return "nested process runs"
+	case "delayed":
+		if until != nil {
+			return "delayed until " + stamp(*until)
+		}
+		return "delayed"
+	case "join":
+		s := fmt.Sprintf("join, %d arc(s) arrived", arcs)
+		if stalled {
+			s += " (STALLED)"
+		}
+		return s
+	}
+	return kind
+}
+
+// arcList names arcs as from->to (name).
+func arcList(as []veena.Arc) string {
+	if len(as) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = qualified(a.FromExternal, a.From) + "->" + qualified(a.ToExternal, a.To)
+		if a.Name != nil {
+			parts[i] += " (" + *a.Name + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countWords says how many items of how many a listing shows.
+func countWords(shown, total int, capped bool, one, many string) string {
+	word := many
+	if total == 1 {
+		word = one
+	}
+	switch {
+	case capped:
+		return fmt.Sprintf("%d shown of more than %d %s", shown, total, many)
+	case shown == total:
+		return fmt.Sprintf("%d %s", total, word)
+	}
+	return fmt.Sprintf("%d shown of %d %s", shown, total, word)
+}
+
+// countProcesses counts the distinct processes of waiting items.
+func countProcesses(items []veena.WaitingItem) int {
+	seen := map[string]bool{}
+	for _, it := range items {
+		seen[it.Process] = true
+	}
+	return len(seen)
+}
+
+// ago says how long ago t was, roughly.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// tokenNumber is the ".nN" end of a node token id ("" for none).
+func tokenNumber(id string) string {
+	if i := strings.LastIndex(id, ".n"); i >= 0 {
+		return id[i:]
+	}
+	return id
+}
+
+// listFlags are the filters of processes list and processes waiting.
+type listFlags struct {
+	definition, state, parent, id, node, search, since, until, after string
+	version, limit                                                   int
+	stalled, all, oldest, newest                                     bool
+	context                                                          []string
+	out                                                              outputFlag
+}
+
+func (f *listFlags) add(cmd *cobra.Command, withState bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.definition, "definition", "", "only processes of this definition")
+	fl.IntVar(&f.version, "version", 0, "with --definition: only this version")
+	if withState {
+		fl.StringVar(&f.state, "state", "", "only processes in this state: created, executing, pending_completion, completed, pending_cancel, canceled (several separated by commas)")
+		fl.BoolVar(&f.oldest, "oldest", false, "oldest first")
+	} else {
+		fl.BoolVar(&f.newest, "newest", false, "newest process first")
+	}
+	fl.StringVar(&f.id, "id", "", "only the process with this id or whose id starts with this")
+	fl.StringVar(&f.node, "node", "", "only processes waiting at this node (external:name for an imported node)")
+	fl.BoolVar(&f.stalled, "stalled", false, "only stalled processes")
+	fl.StringArrayVar(&f.context, "context", nil, "only processes with this context pair KEY=VALUE, repeatable")
+	fl.StringVarP(&f.search, "search", "q", "", "only processes whose id starts with this or with this as a context value")
+	fl.StringVar(&f.since, "since", "", "only processes created since: a time (2026-05-01T08:00:00Z, 2026-05-01) or a duration ago (2h)")
+	fl.StringVar(&f.until, "until", "", "only processes created before: a time or a duration ago")
+	fl.StringVar(&f.parent, "parent-token", "", "only nested processes of this node token")
+	fl.StringVar(&f.after, "after", "", "cursor of the next page")
+	fl.IntVar(&f.limit, "limit", 100, "page size, in processes (1-1000)")
+	fl.BoolVar(&f.all, "all", false, "read every page")
+	f.out.add(cmd)
+}
+
+// query is the API query of the flags.
+func (f *listFlags) query(ctx context.Context, c *client) (url.Values, error) {
+	q := url.Values{"limit": {strconv.Itoa(f.limit)}}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("definition", f.definition)
+	set("state", f.state)
+	set("id", f.id)
+	set("node", f.node)
+	set("q", f.search)
+	set("after", f.after)
+	if f.version > 0 {
+		q.Set("version", strconv.Itoa(f.version))
+	}
+	if f.stalled {
+		q.Set("stalled", "true")
+	}
+	switch {
+	case f.oldest:
+		q.Set("order", "oldest")
+	case f.newest:
+		q.Set("order", "newest")
+	}
+	pairs, err := parsePairs("context", f.context)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(pairs)) {
+		q.Add("context", k+"="+pairs[k])
+	}
+	now := time.Now()
+	for flag, v := range map[string]string{"since": f.since, "until": f.until} {
+		if v == "" {
+			continue
+		}
+		t, err := parseWhen(v, now)
+		if err != nil {
+			return nil, fmt.Errorf("veena: --%s %q: %w", flag, v, err)
+		}
+		name := "createdAfter"
+		if flag == "until" {
+			name = "createdBefore"
+		}
+		q.Set(name, t.UTC().Format(time.RFC3339Nano))
+	}
+	if f.parent != "" {
+		tok, err := resolveToken(ctx, c, f.parent)
+		if err != nil {
+			return nil, err
+		}
+		q.Set("parentToken", tok)
+	}
+	return q, nil
+}
+
+// parseWhen reads a time (RFC 3339, or a date in the local zone) or a
+// duration ago.
+func parseWhen(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", v, time.Local); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02 15:04:05", v, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("want a time such as 2026-05-01T08:00:00Z, a date such as 2026-05-01, or a duration ago such as 2h")
+}
+
+// readPages reads a paged list, every page with all, and hands each answer
+// to page, which returns the next cursor and how many items it held.
+func readPages(ctx context.Context, c *client, path string, q url.Values, all bool, page func(json.RawMessage) (string, int, error)) error {
+	for {
+		var raw json.RawMessage
+		if err := c.getJSON(ctx, path, q, &raw); err != nil {
+			return err
+		}
+		next, _, err := page(raw)
+		if err != nil {
+			return fmt.Errorf("veena: the server's answer to %s could not be read: %w", path, err)
+		}
+		if !all || next == "" || next == q.Get("after") {
+			return nil
+		}
+		q.Set("after", next)
+	}
 }
 
 func isBacktrackedType(x string) bool {
@@ -394,11 +767,12 @@ func printEnv(out io.Writer, indent string, env map[string]veena.Value) {
 // newEnvCmd makes the env subcommand of processes and tokens: with only an
 // ID it prints the environment at base+ID+"/env"; with NAME=VALUE arguments
 // it merges them into it and prints the result.
-func newEnvCmd(cf *clientFlags, use, short, base string) *cobra.Command {
+func newEnvCmd(cf *clientFlags, use, short, base string, resolve func(context.Context, *client, string) (string, error)) *cobra.Command {
 	var out outputFlag
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
+		Long:  short + ".\n\nA value keeps its JSON type as with --env: 42 and 1.5 are numbers, true and false\nbooleans, {\"date\": \"2026-05-01T08:00:00Z\"} a date, anything else a string.\n\n" + idHelp,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -408,7 +782,11 @@ func newEnvCmd(cf *clientFlags, use, short, base string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return envCommand(cmd.Context(), c, cmd.OutOrStdout(), base+url.PathEscape(args[0])+"/env", args[1:], out.format)
+			id, err := resolve(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			return envCommand(cmd.Context(), c, cmd.OutOrStdout(), base+url.PathEscape(id)+"/env", args[1:], out.format)
 		},
 	}
 	out.add(cmd)
@@ -466,7 +844,7 @@ func showEvents(ctx context.Context, c *client, out io.Writer, id string, after 
 			fmt.Fprintf(out, "%s\n", b)
 			return
 		}
-		fmt.Fprintf(out, "%5d  %s  %s\n", ev.Seq, ev.At.Local().Format("15:04:05.000"), names.describe(ctx, ev))
+		fmt.Fprintf(out, "%5d  %s  %s\n", ev.Seq, ev.At.Local().Format("2006-01-02 15:04:05.000Z07:00"), names.describe(ctx, ev))
 	}
 	if !follow {
 		var evs []veena.Event

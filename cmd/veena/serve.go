@@ -64,7 +64,7 @@ and /healthz, /readyz, /metrics.
 
 With no flags the data is kept in ./veena.db (SQLite) and the server listens on
 ` + DefaultAddr + `. Without access tokens the server runs open, and only on loopback;
-create tokens with 'veena token create' (kept hashed in ` + TokenFileName + ` next to the
+create tokens with 'veena access-token create' (kept hashed in ` + TokenFileName + ` next to the
 data file) or pass --token ROLE=SECRET.
 
 SIGTERM or SIGINT stop accepting connections, let requests in flight finish
@@ -220,7 +220,7 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	}
 	authn.SetLogger(logger)
 	if !authn.Configured() && !server.IsLoopbackAddr(o.addr) {
-		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens: an open server may listen on loopback only (e.g. --addr %s).\n  Create a token with `veena token create --role admin --name me` or pass --token ROLE=SECRET", o.addr, DefaultAddr)
+		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens: an open server may listen on loopback only (e.g. --addr %s).\n  Create a token with `veena access-token create --role admin --name me` or pass --token ROLE=SECRET", o.addr, DefaultAddr)
 	}
 
 	st, where, err := openStore(ctx, o.db, o.tune)

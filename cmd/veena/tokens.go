@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,9 +15,10 @@ import (
 func newTokensCmd() *cobra.Command {
 	cf := &clientFlags{}
 	cmd := &cobra.Command{
-		Use:     "tokens",
-		Aliases: []string{"node-tokens"},
-		Short:   "Complete, backtrack and show node tokens on the server",
+		Use:     "node-tokens",
+		Aliases: []string{"tokens", "node-token"},
+		Short:   "Complete, backtrack and show the node tokens of processes (not access tokens: see access-token)",
+		Long:    "Complete, backtrack and show the node tokens of processes. (Access tokens, which\nlet clients in, are managed with veena access-token.)\n\n" + idHelp,
 	}
 	cf.add(cmd)
 
@@ -32,13 +35,22 @@ func newTokensCmd() *cobra.Command {
 	complete := &cobra.Command{
 		Use:   "complete TOKEN_ID",
 		Short: "Complete an active node token; the process runs until every token waits",
-		Long: `Complete an active node token.
+		Long: `Complete an active node token; the process runs until every token waits.
 
 Without --arc the token leaves on the default (unnamed) arcs. Each --arc NAME
 names arcs to leave on (Sarasvati's completeMany); --arc "" names the default
-arcs among others. --no-arc leaves on no arc (the branch ends). --env sets
-attributes of the token first. --token-set NAME --count N completes with a new
-token set on the single arc given.`,
+arcs among others. The names are checked against the node's arcs: an unknown
+one (or the default arcs of a node that has none) is refused, listing the valid
+names. --no-arc leaves on no arc: the branch ends. --token-set NAME --count N
+completes with a new token set on the single arc given (--set-env sets its
+attributes).
+
+` + envHelp + ` (On the token, before it completes.)
+
+` + idHelp,
+		Example: `  veena node-tokens complete 0192f7c4.n2
+  veena node-tokens complete 0192f7c4.n2 --arc approved --env amount=120
+  veena node-tokens complete 0192f7c4.n3 --arc review --token-set reviewers --count 3`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := compOut.check(); err != nil {
@@ -47,6 +59,15 @@ token set on the single arc given.`,
 			c, err := cf.client()
 			if err != nil {
 				return err
+			}
+			id, err := resolveToken(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if !noArc {
+				if err := checkArcs(cmd.Context(), c, id, arcs); err != nil {
+					return err
+				}
 			}
 			body := map[string]any{}
 			switch {
@@ -77,7 +98,7 @@ token set on the single arc given.`,
 				}
 				body["tokenSet"] = ts
 			}
-			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/complete", body, key)
+			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id)+"/complete", body, key)
 			if err != nil {
 				return err
 			}
@@ -86,7 +107,7 @@ token set on the single arc given.`,
 	}
 	complete.Flags().StringArrayVar(&arcs, "arc", nil, "arc name to leave on, repeatable (\"\" = the default arcs)")
 	complete.Flags().BoolVar(&noArc, "no-arc", false, "leave on no arc")
-	complete.Flags().StringArrayVar(&envPairs, "env", nil, "token attribute NAME=VALUE, repeatable")
+	complete.Flags().StringArrayVar(&envPairs, "env", nil, "token attribute NAME=VALUE, repeatable (typed as described above)")
 	complete.Flags().StringVar(&setName, "token-set", "", "complete with a new token set of this name")
 	complete.Flags().IntVar(&setCount, "count", 1, "members of the new token set")
 	complete.Flags().StringArrayVar(&setEnv, "set-env", nil, "token set attribute NAME=VALUE, repeatable")
@@ -98,6 +119,7 @@ token set on the single arc given.`,
 	backtrack := &cobra.Command{
 		Use:   "backtrack TOKEN_ID",
 		Short: "Backtrack the process to a completed node token",
+		Long:  "Backtrack the process to a completed node token: what followed it is undone and\nthe token's node is active again.\n\n" + idHelp,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := btOut.check(); err != nil {
@@ -107,7 +129,11 @@ token set on the single arc given.`,
 			if err != nil {
 				return err
 			}
-			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0])+"/backtrack", struct{}{}, btKey)
+			id, err := resolveToken(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id)+"/backtrack", struct{}{}, btKey)
 			if err != nil {
 				return err
 			}
@@ -121,6 +147,7 @@ token set on the single arc given.`,
 	show := &cobra.Command{
 		Use:   "show TOKEN_ID",
 		Short: "Show a node token",
+		Long:  "Show a node token.\n\n" + idHelp,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := showOut.check(); err != nil {
@@ -130,8 +157,12 @@ token set on the single arc given.`,
 			if err != nil {
 				return err
 			}
+			id, err := resolveToken(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
 			var t veena.NodeToken
-			if err := c.getJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(args[0]), nil, &t); err != nil {
+			if err := c.getJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id), nil, &t); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -151,6 +182,9 @@ token set on the single arc given.`,
 			if t.CompletedAt != nil {
 				fmt.Fprintf(out, "  completed: %s\n", stamp(*t.CompletedAt))
 			}
+			if t.DelayUntil != nil {
+				fmt.Fprintf(out, "  delayed:   until %s, when its guard runs again\n", stamp(*t.DelayUntil))
+			}
 			for _, s := range t.TokenSets {
 				fmt.Fprintf(out, "  token set: %s member %d\n", s.Name, s.Member)
 			}
@@ -165,10 +199,78 @@ token set on the single arc given.`,
 
 	envCmd := newEnvCmd(cf, "env TOKEN_ID [NAME=VALUE…]",
 		"Show the token's environment, or merge attributes into it (NAME= removes one)",
-		"/api/v1/node-tokens/")
+		"/api/v1/node-tokens/", resolveToken)
 
 	cmd.AddCommand(complete, backtrack, show, envCmd)
 	return cmd
+}
+
+// checkArcs checks the arc names of a completion against the out-arcs of
+// the token's node: an unknown name, or the default arcs (no --arc, or
+// --arc "") of a node whose out-arcs all have names, is refused with the
+// names the node has. A node with no out-arcs takes the default arcs (its
+// branch ends).
+func checkArcs(ctx context.Context, c *client, tokenID string, names []string) error {
+	var t veena.NodeToken
+	if err := c.getJSON(ctx, "/api/v1/node-tokens/"+url.PathEscape(tokenID), nil, &t); err != nil {
+		return err
+	}
+	if t.Complete {
+		return nil // the server says why it cannot be completed
+	}
+	var p veena.Process
+	if err := c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(t.Process), nil, &p); err != nil {
+		return err
+	}
+	var d veena.Definition
+	if err := c.getJSON(ctx, definitionPath(p.Definition, p.Version), nil, &d); err != nil {
+		return err
+	}
+	var valid []string
+	hasDefault, hasArcs := false, false
+	for _, a := range d.Arcs {
+		if a.From != t.Node || a.FromExternal != t.External {
+			continue
+		}
+		hasArcs = true
+		if a.Name == nil {
+			hasDefault = true
+		} else if !slices.Contains(valid, *a.Name) {
+			valid = append(valid, *a.Name)
+		}
+	}
+	if !hasArcs {
+		if len(names) > 0 {
+			return fmt.Errorf("veena: node %s has no arcs to leave on; complete it without --arc", qualified(t.External, t.Node))
+		}
+		return nil
+	}
+	choices := func() string {
+		var cs []string
+		for _, n := range valid {
+			cs = append(cs, "--arc "+n)
+		}
+		if hasDefault {
+			cs = append(cs, "no --arc (the default arcs)")
+		}
+		return strings.Join(append(cs, "--no-arc (the branch ends)"), ", ")
+	}
+	if len(names) == 0 {
+		if !hasDefault {
+			return fmt.Errorf("veena: node %s has no default arc, so completing it without --arc would end its branch; choose %s", qualified(t.External, t.Node), choices())
+		}
+		return nil
+	}
+	for _, n := range names {
+		if n == "" && !hasDefault || n != "" && !slices.Contains(valid, n) {
+			what := fmt.Sprintf("arc named %q", n)
+			if n == "" {
+				what = "default arc"
+			}
+			return fmt.Errorf("veena: node %s has no %s; choose %s", qualified(t.External, t.Node), what, choices())
+		}
+	}
+	return nil
 }
 
 var execShort = map[string]string{

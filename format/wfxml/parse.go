@@ -615,8 +615,8 @@ func (p *parser) empty(el string) {
 }
 
 // custom reads a <custom> element (or any element inside one) into a tree.
-func (p *parser) custom(se xml.StartElement) *graph.Element {
-	e := &graph.Element{Name: se.Name.Local}
+func (p *parser) custom(se xml.StartElement, at graph.Pos) *graph.Element {
+	e := &graph.Element{Name: se.Name.Local, Pos: at}
 	for _, a := range se.Attr {
 		if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
 			continue
@@ -637,7 +637,7 @@ func (p *parser) custom(se xml.StartElement) *graph.Element {
 			}
 			text.Write(t)
 		case xml.StartElement:
-			c := p.custom(t)
+			c := p.custom(t, pos)
 			e.Children = append(e.Children, c)
 			if p.fatal {
 				return e
@@ -665,7 +665,7 @@ func (p *parser) processDefinition(se xml.StartElement, pos graph.Pos) {
 		case "custom":
 			seq.check(p, "custom", 1, cpos)
 			p.attrs(c, cpos)
-			el := p.custom(c)
+			el := p.custom(c, cpos)
 			if d.Custom == nil {
 				d.Custom = el
 			}
@@ -751,7 +751,7 @@ func (p *parser) node(se xml.StartElement, pos graph.Pos) *NodeDef {
 		case "custom":
 			seq.check(p, "custom", 4, cpos)
 			p.attrs(c, cpos)
-			el := p.custom(c)
+			el := p.custom(c, cpos)
 			if n.Custom == nil {
 				n.Custom = el
 			}
@@ -794,7 +794,7 @@ func (p *parser) external(se xml.StartElement, pos graph.Pos) *ExternalDef {
 		case "custom":
 			seq.check(p, "custom", 2, cpos)
 			p.attrs(c, cpos)
-			el := p.custom(c)
+			el := p.custom(c, cpos)
 			if e.Custom == nil {
 				e.Custom = el
 			}

@@ -1,5 +1,5 @@
 // Package auth owns Veena's access tokens: the roles they grant, how they are
-// stored (hashed, in a small JSON file written by `veena token`), and how a
+// stored (hashed, in a small JSON file written by `veena access-token`), and how a
 // bearer token presented to the server is checked.
 //
 // A token is a random 32-byte secret shown once when it is created. Only its

@@ -44,6 +44,7 @@ const (
 	nodeSets
 	nodeDelayUntil
 	nodeDelayCount
+	nodeWork
 )
 
 // Which optional fields of an arc token follow.
@@ -132,7 +133,7 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 			flag(len(t.Children) > 0, nodeChildren) | flag(t.GuardAction != 0, nodeGuard) |
 			flag(t.ExecType != 0, nodeExec) | flag(t.Complete, nodeComplete) | flag(created != 0, nodeCreated) |
 			flag(completed != 0, nodeCompleted) | flag(env != 0, nodeEnv) | flag(len(t.Sets) > 0, nodeSets) |
-			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount)
+			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount) | flag(t.Work != 0, nodeWork)
 		b = appendUvarint(b, f)
 		b = appendVarint(b, int64(t.Node.Index))
 		b = appendVarint(b, t.Seq)
@@ -168,6 +169,9 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 		}
 		if f&nodeDelayCount != 0 {
 			b = appendVarint(b, int64(t.DelayCount))
+		}
+		if f&nodeWork != 0 {
+			b = appendUvarint(b, uint64(t.Work))
 		}
 	}
 	b = appendUvarint(b, uint64(len(p.ArcTokens)))
@@ -205,9 +209,10 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 		if b, err = appendEnvJSON(b, ts.Env); err != nil {
 			return nil, err
 		}
-		b = appendUvarint(b, uint64(len(ts.MemberEnvs)))
-		for _, m := range ts.MemberEnvs {
-			if b, err = appendEnvJSON(b, m); err != nil {
+		members := ts.MemberEnv()
+		b = appendUvarint(b, uint64(members.Members()))
+		for j := 0; j < members.Members(); j++ {
+			if b, err = appendEnvJSON(b, members.Env(j)); err != nil {
 				return nil, err
 			}
 		}
@@ -215,7 +220,7 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 	b = appendUvarint(b, uint64(len(p.Listeners)))
 	for _, l := range p.Listeners {
 		b = appendName(b, l.Name)
-		b = appendUvarint(b, uint64(uint32(l.Mask)))
+		b = appendUvarint(b, uint64(l.Mask))
 	}
 	return b, nil
 }
@@ -228,7 +233,7 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 	var envs []int
 	var envJSON [][]byte
 	var envIndex map[string]int
-	var envOfToken map[*kernel.Env]int
+	var envOfToken map[kernel.EnvKey]int
 	for i, t := range p.NodeTokens {
 		if t.Env.Len() == 0 {
 			continue
@@ -236,9 +241,9 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 		if envs == nil {
 			envs = make([]int, len(p.NodeTokens))
 			envIndex = map[string]int{}
-			envOfToken = map[*kernel.Env]int{}
+			envOfToken = map[kernel.EnvKey]int{}
 		}
-		idx, ok := envOfToken[t.Env]
+		idx, ok := envOfToken[t.Env.Key()]
 		if !ok {
 			e, err := appendEnvMap(nil, t.Env)
 			if err != nil {
@@ -249,7 +254,7 @@ func tokenEnvs(p *kernel.Process) ([]int, [][]byte, error) {
 				idx = len(envJSON)
 				envIndex[string(e)] = idx
 			}
-			envOfToken[t.Env] = idx
+			envOfToken[t.Env.Key()] = idx
 		}
 		envs[i] = idx
 	}
@@ -355,6 +360,9 @@ func decodeBinary(b []byte) (snapshot, error) {
 			if f&nodeDelayCount != 0 {
 				x.DelayCount = r.int()
 			}
+			if f&nodeWork != 0 {
+				x.Work = uint8(r.Uvarint())
+			}
 		}
 	}
 	if n := r.Count(); n > 0 {
@@ -395,7 +403,7 @@ func decodeBinary(b []byte) (snapshot, error) {
 	if n := r.Count(); n > 0 {
 		s.Listeners = make([]listener, n)
 		for i := range s.Listeners {
-			s.Listeners[i] = listener{Name: r.String(), Mask: uint32(r.Uvarint())}
+			s.Listeners[i] = listener{Name: r.String(), Mask: r.Uvarint()}
 		}
 	}
 	if r.Err == nil && len(r.B) > 0 {

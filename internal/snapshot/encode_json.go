@@ -75,6 +75,7 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			b = appendSets(b, t.Sets)
 			b = appendNonZero(b, `,"du":`, unixNano(t.DelayUntil))
 			b = appendNonZero(b, `,"dc":`, int64(t.DelayCount))
+			b = appendNonZero(b, `,"w":`, int64(t.Work))
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -124,9 +125,10 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 					return nil, err
 				}
 			}
-			if len(ts.MemberEnvs) > 0 {
+			if members := ts.MemberEnv(); members.Members() > 0 {
 				b = append(b, `,"em":[`...)
-				for j, m := range ts.MemberEnvs {
+				for j := 0; j < members.Members(); j++ {
+					m := members.Env(j)
 					if j > 0 {
 						b = append(b, ',')
 					}
@@ -150,7 +152,8 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			}
 			b = append(b, `{"n":`...)
 			b = appendString(b, l.Name)
-			b = appendInt(b, `,"m":`, int64(uint32(l.Mask)))
+			b = append(b, `,"m":`...)
+			b = strconv.AppendUint(b, uint64(l.Mask), 10)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

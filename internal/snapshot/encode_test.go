@@ -47,16 +47,16 @@ func randomProcess(r *rand.Rand) *kernel.Process {
 		return p
 	}
 	for i := range r.IntN(4) {
-		ts := &kernel.TokenSet{ID: i, Name: []string{"set", "s<&>", "ü"}[r.IntN(3)], MaxMemberIndex: r.IntN(5), Level: r.IntN(3)}
+		var env *kernel.Env
 		if r.IntN(2) == 0 {
-			ts.Env = randomEnv(r)
+			env = randomEnv(r)
 		}
-		for range r.IntN(3) {
-			var m *kernel.Env
+		ts := kernel.NewTokenSet(i, []string{"set", "s<&>", "ü"}[r.IntN(3)], r.IntN(3), r.IntN(3), env)
+		ts.MaxMemberIndex = r.IntN(5)
+		for j := 0; j < ts.MemberEnv().Members(); j++ {
 			if r.IntN(3) > 0 {
-				m = randomEnv(r)
+				ts.MemberEnv().Env(j).Import(randomEnv(r))
 			}
-			ts.MemberEnvs = append(ts.MemberEnvs, m)
 		}
 		p.TokenSets = append(p.TokenSets, ts)
 	}
@@ -75,7 +75,8 @@ func randomProcess(r *rand.Rand) *kernel.Process {
 	for i := range nodes {
 		t := &kernel.NodeToken{ID: i, Seq: r.Int64N(100), CompleteSeq: r.Int64N(3) * r.Int64N(100), Node: &graph.Node{Index: r.IntN(20)},
 			GuardAction: kernel.GuardAction(r.IntN(4)), ExecType: kernel.ExecutionType(r.IntN(4)), Complete: r.IntN(2) == 0,
-			CreatedAt: randomTime(r), CompletedAt: randomTime(r), Sets: sets(), DelayUntil: randomTime(r), DelayCount: r.IntN(3)}
+			CreatedAt: randomTime(r), CompletedAt: randomTime(r), Sets: sets(), DelayUntil: randomTime(r), DelayCount: r.IntN(3),
+			Work: kernel.WorkFlags(r.IntN(8))}
 		switch r.IntN(4) {
 		case 1:
 			t.Env = randomEnv(r)
@@ -160,7 +161,7 @@ func TestEncodeRefusesWhatEncodingJSONRefuses(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, where := range []string{"process", "token", "set", "member"} {
 		p := randomProcess(r)
-		for len(p.NodeTokens) == 0 || len(p.TokenSets) == 0 || len(p.TokenSets[0].MemberEnvs) == 0 {
+		for len(p.NodeTokens) == 0 || len(p.TokenSets) == 0 || p.TokenSets[0].MemberEnv().Members() == 0 {
 			p = randomProcess(r)
 		}
 		bad := kernel.NewEnv()
@@ -177,7 +178,7 @@ func TestEncodeRefusesWhatEncodingJSONRefuses(t *testing.T) {
 		case "set":
 			p.TokenSets[0].Env = bad
 		case "member":
-			p.TokenSets[0].MemberEnvs[0] = bad
+			p.TokenSets[0].MemberEnv().Env(0).Import(bad)
 		}
 		_, werr := encodeJSON(p)
 		_, gerr := appendSnapshot(nil, p)

@@ -44,6 +44,7 @@ type node struct {
 	Sets        [][2]int `json:"s,omitempty"` // (set id, member)
 	DelayUntil  int64    `json:"du,omitempty"`
 	DelayCount  int      `json:"dc,omitempty"`
+	Work        uint8    `json:"w,omitempty"` // kernel.WorkFlags
 }
 
 type arc struct {
@@ -69,7 +70,7 @@ type tokenSet struct {
 
 type listener struct {
 	Name string `json:"n"`
-	Mask uint32 `json:"m"`
+	Mask uint64 `json:"m"`
 }
 
 func unixNano(t time.Time) int64 {
@@ -153,7 +154,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 	// share one (copy-on-write) point to the same entry.
 	envIndex := map[string]int{}
 	// A shared environment is encoded once, not once per token holding it.
-	envOfToken := map[*kernel.Env]int{}
+	envOfToken := map[kernel.EnvKey]int{}
 	s.Nodes = make([]node, len(p.NodeTokens))
 	for i, t := range p.NodeTokens {
 		n := node{
@@ -161,6 +162,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 			Guard: uint8(t.GuardAction), Exec: uint8(t.ExecType), Complete: t.Complete,
 			Created: offset(base, t.CreatedAt), Completed: optOffset(base, t.CompletedAt),
 			Sets: memberships(t.Sets), DelayUntil: unixNano(t.DelayUntil), DelayCount: t.DelayCount,
+			Work: uint8(t.Work),
 		}
 		for _, a := range t.Parents {
 			n.Parents = append(n.Parents, a.ID)
@@ -169,7 +171,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 			n.Children = append(n.Children, a.ID)
 		}
 		if t.Env.Len() > 0 {
-			idx, ok := envOfToken[t.Env]
+			idx, ok := envOfToken[t.Env.Key()]
 			if !ok {
 				b, err := json.Marshal(t.Env.Map())
 				if err != nil {
@@ -180,7 +182,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 					idx = len(s.Envs)
 					envIndex[string(b)] = idx
 				}
-				envOfToken[t.Env] = idx
+				envOfToken[t.Env.Key()] = idx
 			}
 			n.Env = idx
 		}
@@ -200,14 +202,15 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 	}
 	for _, ts := range p.TokenSets {
 		x := tokenSet{Name: ts.Name, Max: ts.MaxMemberIndex, Level: ts.Level, Env: envMap(ts.Env)}
-		x.Members = make([]attrs, len(ts.MemberEnvs))
-		for i, m := range ts.MemberEnvs {
-			x.Members[i] = envMap(m)
+		members := ts.MemberEnv()
+		x.Members = make([]attrs, members.Members())
+		for i := range x.Members {
+			x.Members[i] = envMap(members.Env(i))
 		}
 		s.Sets = append(s.Sets, x)
 	}
 	for _, l := range p.Listeners {
-		s.Listeners = append(s.Listeners, listener{Name: l.Name, Mask: uint32(l.Mask)})
+		s.Listeners = append(s.Listeners, listener{Name: l.Name, Mask: uint64(l.Mask)})
 	}
 	return json.Marshal(&s)
 }
@@ -353,10 +356,10 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 		return nil, fmt.Errorf("decode process %s: %s", r.ID, fmt.Sprintf(format, args...))
 	}
 	for i, x := range s.Sets {
-		ts := &kernel.TokenSet{ID: i, Name: x.Name, MaxMemberIndex: x.Max, Level: x.Level, Env: envOf(x.Env)}
-		ts.MemberEnvs = make([]*kernel.Env, len(x.Members))
+		ts := kernel.NewTokenSet(i, x.Name, len(x.Members), x.Level, envOf(x.Env))
+		ts.MaxMemberIndex = x.Max
 		for j, m := range x.Members {
-			ts.MemberEnvs[j] = envOf(m)
+			ts.MemberEnv().Env(j).SetPersistent(m)
 		}
 		p.TokenSets = append(p.TokenSets, ts)
 	}
@@ -389,7 +392,7 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			ID: i, Seq: x.Seq, CompleteSeq: x.CompleteSeq, Process: p, Node: g.Nodes[x.Node],
 			GuardAction: kernel.GuardAction(x.Guard), ExecType: kernel.ExecutionType(x.Exec),
 			Complete: x.Complete, CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
-			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount,
+			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount, Work: kernel.WorkFlags(x.Work),
 		}
 		if x.Env > 0 {
 			if x.Env > len(envs) {
@@ -399,10 +402,8 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			// they did before they were stored.
 			if decoded[x.Env-1] == nil {
 				decoded[x.Env-1] = envOf(envs[x.Env-1])
-			} else {
-				decoded[x.Env-1].Shared()
 			}
-			t.Env = decoded[x.Env-1]
+			t.Env = decoded[x.Env-1].Share()
 		}
 		var ok bool
 		if t.Sets, ok = sets(x.Sets); !ok {
@@ -445,7 +446,7 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 		}
 	}
 	for _, l := range s.Listeners {
-		p.Listeners = append(p.Listeners, kernel.ListenerRef{Name: l.Name, Mask: kernel.EventMask(l.Mask)})
+		p.Listeners = append(p.Listeners, kernel.ListenerRef{Name: l.Name, Mask: kernel.MaskFromStored(l.Mask)})
 	}
 	return p, nil
 }

@@ -75,6 +75,9 @@ func roundTrip(t *testing.T, repo *graph.Repository, root *kernel.Process) *kern
 		}
 		for j, wt := range w.NodeTokens {
 			ht := h.NodeTokens[j]
+			if wt.Work != ht.Work {
+				t.Fatalf("node token %d holds work %b, decoded %b", j, wt.Work, ht.Work)
+			}
 			if wt.Seq != ht.Seq || wt.CompleteSeq != ht.CompleteSeq {
 				t.Fatalf("node token %d sequence numbers: %d/%d, decoded %d/%d", j, wt.Seq, wt.CompleteSeq, ht.Seq, ht.CompleteSeq)
 			}
@@ -322,8 +325,12 @@ func TestDecodedEnvironmentsCopyOnWrite(t *testing.T) {
 	p, repo := splitWithSharedEnv(t)
 	p = roundTrip(t, repo, p)
 	parent, child := p.NodeTokens[1], only(t, p, "last")
-	if parent.Env != child.Env {
-		t.Fatal("the decoded tokens do not share their environment")
+	if parent.Env.Key() != child.Env.Key() || parent.Env == child.Env {
+		t.Fatal("the decoded tokens do not share their environment, each through an Env of its own")
+	}
+	child.Env.Set("x", kernel.Int(2)) // a write through the Env itself
+	if v, _ := parent.Attr("x"); v != kernel.Int(1) {
+		t.Fatalf("writing the child's environment changed its parent's: x=%v", v)
 	}
 	child.SetAttr("x", kernel.Int(2))
 	if v, _ := parent.Attr("x"); v != kernel.Int(1) {

@@ -29,11 +29,14 @@ type Store struct {
 	events   map[string][]store.EventRecord
 	timers   map[string][]store.Timer // by process
 	leases   map[timerKey]time.Time
+	failures map[timerKey]store.TimerFailure
 	contexts map[string]map[string]string // process -> executing context
+	kept     map[string]map[string]string // process -> context, executing or not (for listings)
 	uniques  map[string]string            // key\x00value -> process
 	uniqueOf map[string][]string          // process -> unique entries
 	keys     map[string]keyRecord
 	inbox    inbox
+	work     workRows
 	closed   bool
 	seq      int64
 }
@@ -57,7 +60,9 @@ func New() *Store {
 		events:   map[string][]store.EventRecord{},
 		timers:   map[string][]store.Timer{},
 		leases:   map[timerKey]time.Time{},
+		failures: map[timerKey]store.TimerFailure{},
 		contexts: map[string]map[string]string{},
+		kept:     map[string]map[string]string{},
 		uniques:  map[string]string{},
 		uniqueOf: map[string][]string{},
 		keys:     map[string]keyRecord{},
@@ -212,6 +217,9 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	c := *p
 	c.Context = maps.Clone(p.Context)
 	c.FirstEvents = nil
+	c.Waits = slices.Clone(p.Waits)
+	c.WaitNodes = slices.Clone(p.WaitNodes)
+	c.StoredWaitNodes = nil
 	old, had := s.procs[p.ID]
 	s.procs[p.ID] = &c
 	if !had {
@@ -281,12 +289,20 @@ func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Tim
 			delete(s.leases, k)
 		}
 	}
+	failed := map[timerKey]store.TimerFailure{}
+	for k, f := range s.failures {
+		if k.process == process {
+			failed[k] = f
+			delete(s.failures, k)
+		}
+	}
 	t.undo = append(t.undo, func() {
 		if had {
 			s.timers[process] = old
 		} else {
 			delete(s.timers, process)
 		}
+		maps.Copy(s.failures, failed)
 	})
 	return nil
 }
@@ -308,13 +324,20 @@ func (t *tx) PutContext(_ context.Context, process string, c map[string]string, 
 		taken = append(taken, u)
 	}
 	oldCtx, hadCtx := s.contexts[process]
+	oldKept, hadKept := s.kept[process]
 	oldU := s.uniqueOf[process]
 	s.contexts[process] = maps.Clone(c)
+	s.kept[process] = maps.Clone(c)
 	for _, u := range taken {
 		s.uniques[u] = process
 	}
 	s.uniqueOf[process] = taken
 	t.undo = append(t.undo, func() {
+		if hadKept {
+			s.kept[process] = oldKept
+		} else {
+			delete(s.kept, process)
+		}
 		for _, u := range taken {
 			delete(s.uniques, u)
 		}
@@ -360,6 +383,8 @@ func (t *tx) DropContext(_ context.Context, process string) error {
 func copyProc(p *store.Process, withSnapshot bool) *store.Process {
 	c := *p
 	c.Context = maps.Clone(p.Context)
+	c.Waits = slices.Clone(p.Waits)
+	c.WaitNodes = nil
 	if !withSnapshot {
 		c.Snapshot = nil
 	}
@@ -398,7 +423,7 @@ func (s *Store) Tree(_ context.Context, root string) ([]*store.Process, error) {
 	return store.OrderTree(out), nil
 }
 
-// Processes lists process rows by ID.
+// Processes lists process rows, newest first (or oldest first).
 func (s *Store) Processes(_ context.Context, f store.Filter) ([]*store.Process, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -407,20 +432,81 @@ func (s *Store) Processes(_ context.Context, f store.Filter) ([]*store.Process, 
 	}
 	var out []*store.Process
 	for _, p := range s.procs {
-		switch {
-		case f.Definition != "" && p.Definition != f.Definition,
-			f.State != "" && p.State != f.State,
-			f.Parent != "" && (p.Parent != f.Parent || p.ParentToken != f.ParentToken),
-			f.After != "" && p.ID <= f.After:
+		if !matches(p, s.kept[p.ID], f) {
+			continue
+		}
+		if f.After != "" && (!f.Oldest && p.ID >= f.After || f.Oldest && p.ID <= f.After) {
 			continue
 		}
 		out = append(out, copyProc(p, false))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool {
+		if f.Oldest {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].ID > out[j].ID
+	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// CountProcesses counts the processes f selects, up to limit.
+func (s *Store) CountProcesses(_ context.Context, f store.Filter, limit int) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, errClosed
+	}
+	n := 0
+	for _, p := range s.procs {
+		if matches(p, s.kept[p.ID], f) {
+			n++
+			if n == limit {
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
+// matches reports whether a row with its context pairs meets the
+// conditions of f (its cursor aside).
+func matches(p *store.Process, pairs map[string]string, f store.Filter) bool {
+	switch {
+	case f.Definition != "" && p.Definition != f.Definition,
+		f.Definition != "" && f.Version > 0 && p.Version != f.Version,
+		len(f.States) > 0 && !slices.Contains(f.States, p.State),
+		f.Parent != "" && (p.Parent != f.Parent || p.ParentToken != f.ParentToken),
+		f.IDPrefix != "" && !strings.HasPrefix(p.ID, f.IDPrefix),
+		f.Node != "" && !slices.Contains(p.WaitNodes, f.Node),
+		f.Stalled && !p.Stalled,
+		!f.CreatedFrom.IsZero() && p.CreatedAt.Before(f.CreatedFrom),
+		!f.CreatedTo.IsZero() && !p.CreatedAt.Before(f.CreatedTo),
+		f.MinID != "" && p.ID < f.MinID,
+		f.MaxID != "" && p.ID > f.MaxID,
+		f.Unindexed && p.Waits != nil:
+		return false
+	}
+	for k, v := range f.Context {
+		if cv, ok := pairs[k]; !ok || cv != v {
+			return false
+		}
+	}
+	if f.Search != "" && !strings.HasPrefix(p.ID, f.Search) {
+		found := false
+		for _, v := range pairs {
+			if v == f.Search {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // Events returns events of a process after a sequence number.
@@ -502,6 +588,50 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 		s.leases[timerKey{t.Process, t.Token}] = now.Add(lease)
 	}
 	return due, nil
+}
+
+// FailTimer records a failed firing on a timer still due at f.DueAt.
+func (s *Store) FailTimer(_ context.Context, f store.TimerFailure, retryAt time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	for _, t := range s.timers[f.Process] {
+		if t.Token != f.Token || !t.DueAt.Equal(f.DueAt) {
+			continue
+		}
+		k := timerKey{f.Process, f.Token}
+		f.Attempts = s.failures[k].Attempts + 1
+		s.failures[k] = f
+		s.leases[k] = retryAt
+	}
+	return nil
+}
+
+// TimerFailures returns the failures recorded on timers.
+func (s *Store) TimerFailures(_ context.Context, process string, limit int) ([]store.TimerFailure, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	var out []store.TimerFailure
+	for k, f := range s.failures {
+		if process == "" || k.process == process {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.TimerFailure) int {
+		if process != "" {
+			return cmp.Compare(a.Token, b.Token)
+		}
+		return cmp.Or(a.At.Compare(b.At), strings.Compare(a.Process, b.Process), cmp.Compare(a.Token, b.Token))
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // NextTimer returns the earliest due time.

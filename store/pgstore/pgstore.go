@@ -681,28 +681,42 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	switch f := p.FirstEvents; {
 	case p.StoredState != "":
 		t.writeRoot(p.ID, `UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
-			tree_version = $7, context = $8 WHERE id = $1`,
-			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c)
+			tree_version = $7, context = $8, waits = $9, stalled = $10 WHERE id = $1`,
+			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c, p.Waits, p.Stalled)
 	case f != nil && f.First == 1:
 		// A new row keeps the events of its first command: one row
 		// inserted, not two. The engine sends them only with a row it
 		// creates, so a row that exists already is a conflict.
 		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`, first_events)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 			p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
-			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, f.Data)
+			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, p.Waits, p.Stalled, f.Data)
+		t.writeWaits(p)
 		return nil
 	default:
-		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
-		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`,
+		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context,
+		waits = excluded.waits, stalled = excluded.stalled`,
 			p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
-			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
+			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, p.Waits, p.Stalled)
 	}
+	t.writeWaits(p)
 	if p.FirstEvents != nil {
 		return t.AppendEvents(ctx, []store.EventRecord{*p.FirstEvents})
 	}
 	return nil
+}
+
+// writeWaits writes the change of a row's wait nodes to the waits table.
+func (t *tx) writeWaits(p *store.Process) {
+	add, del := sqlstore.WaitChanges(p)
+	for _, n := range del {
+		t.write(rowKey("waits", n, p.ID), `DELETE FROM waits WHERE node = $1 AND process_id = $2`, n, p.ID)
+	}
+	for _, n := range add {
+		t.write(rowKey("waits", n, p.ID), `INSERT INTO waits (node, process_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, n, p.ID)
+	}
 }
 
 func (t *tx) SetTreeVersion(ctx context.Context, root string, v int64) error {
@@ -757,7 +771,7 @@ func (t *tx) PutContext(ctx context.Context, process string, c map[string]string
 }
 
 func (t *tx) DropContext(ctx context.Context, process string) error {
-	t.write(rowKey("contexts", process), `DELETE FROM contexts WHERE process_id = $1`, process)
+	t.write(rowKey("contexts", process), `UPDATE contexts SET executing = FALSE WHERE process_id = $1`, process)
 	return nil
 }
 
@@ -780,7 +794,7 @@ func (s *Store) Tree(ctx context.Context, root string) ([]*store.Process, error)
 
 // Processes lists process rows by ID.
 func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process, error) {
-	q, args := sqlstore.ProcessesQuery(f, func(n int) string { return "$" + strconv.Itoa(n) }, "''::bytea")
+	q, args := sqlstore.ProcessesQuery(f, dialect)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(err)
@@ -861,6 +875,7 @@ func (s *Store) FindByContext(ctx context.Context, match map[string]string, limi
 	}
 	q := `SELECT c.process_id FROM contexts c JOIN unnest($1::text[], $2::text[]) AS m(key, value)
 		ON c.key = m.key AND c.value = m.value
+		WHERE c.executing
 		GROUP BY c.process_id HAVING count(*) = $3 ORDER BY c.process_id`
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)

@@ -881,18 +881,19 @@ const treeQuery = `SELECT ` + sqlstore.ProcessColumns + ` FROM processes WHERE i
 	UNION ALL SELECT ` + sqlstore.ProcessColumns + ` FROM processes WHERE root_id = ?1 AND parent_id <> '' AND id <> ?1`
 
 const (
-	qUpsertProcess = `INSERT INTO processes (` + sqlstore.ProcessColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qUpsertProcess = `INSERT INTO processes (` + sqlstore.ProcessColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
-		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context`
+		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context,
+		waits = excluded.waits, stalled = excluded.stalled`
 	// A new row with the event record of the command creating it.
-	qInsertProcessFirstEvents = `INSERT INTO processes (` + sqlstore.ProcessColumns + `, first_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qInsertProcessFirstEvents = `INSERT INTO processes (` + sqlstore.ProcessColumns + `, first_events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`
 	// A row whose state changes: the state index entry moves.
-	qUpdateProcess = `UPDATE processes SET state = ?, env = ?, snapshot = ?, event_seq = ?, updated_at = ?, tree_version = ?, context = ?
-		WHERE id = ?`
+	qUpdateProcess = `UPDATE processes SET state = ?, env = ?, snapshot = ?, event_seq = ?, updated_at = ?, tree_version = ?, context = ?,
+		waits = ?, stalled = ? WHERE id = ?`
 	// A row whose state stays: no index changes.
-	qUpdateProcessSameState = `UPDATE processes SET env = ?, snapshot = ?, event_seq = ?, updated_at = ?, tree_version = ?, context = ?
-		WHERE id = ? AND state = ?`
+	qUpdateProcessSameState = `UPDATE processes SET env = ?, snapshot = ?, event_seq = ?, updated_at = ?, tree_version = ?, context = ?,
+		waits = ?, stalled = ? WHERE id = ? AND state = ?`
 
 	// The same for the root of a tree the request expects at a version
 	// (the last parameter) with no commands waiting in its inbox.
@@ -900,6 +901,9 @@ const (
 	qUpdateProcessSameStateChecked = qUpdateProcessSameState + " AND " + expectedRoot
 	qSetTreeVersionChecked         = `UPDATE processes SET tree_version = ? WHERE id = ? AND ` + expectedRoot
 	expectedRoot                   = `root_id = id AND tree_version = ? AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.root_id = processes.id AND i.done = 0)`
+
+	qInsertWait = `INSERT INTO waits (node, process_id) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	qDeleteWait = `DELETE FROM waits WHERE node = ? AND process_id = ?`
 )
 
 func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
@@ -922,19 +926,20 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	if p.StoredState != "" {
 		checked := t.expecting && p.ID == t.expectRoot
 		var res driver.Result
+		waits, stalled := nullBytes(p.Waits), boolInt(p.Stalled)
 		switch {
 		case checked && p.StoredState == p.State:
 			res, err = s.run(qUpdateProcessSameStateChecked, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
-				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID, p.State, t.expectVersion)
+				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, waits, stalled, p.ID, p.State, t.expectVersion)
 		case checked:
 			res, err = s.run(qUpdateProcessChecked, p.State, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
-				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID, t.expectVersion)
+				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, waits, stalled, p.ID, t.expectVersion)
 		case p.StoredState == p.State:
 			res, err = s.run(qUpdateProcessSameState, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
-				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID, p.State)
+				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, waits, stalled, p.ID, p.State)
 		default:
 			res, err = s.run(qUpdateProcess, p.State, nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq,
-				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, p.ID)
+				p.UpdatedAt.UnixNano(), p.TreeVersion, cv, waits, stalled, p.ID)
 		}
 		if err != nil {
 			return err
@@ -942,6 +947,9 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 		if n, _ := res.RowsAffected(); n == 1 {
 			if checked {
 				t.expecting = false
+			}
+			if err := t.writeWaits(p); err != nil {
+				return err
 			}
 			return t.appendFirstEvents(ctx, p)
 		}
@@ -957,9 +965,10 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	}
 	// The columns of a whole row, in sqlstore.ProcessColumns order, and room
 	// for first_events.
-	row := make([]any, 0, 16)
+	row := make([]any, 0, 18)
 	row = append(row, p.ID, p.Root, p.Parent, int64(p.ParentToken), int64(p.Position), p.Definition, int64(p.Version), p.State, cv,
-		nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion)
+		nullBytes(p.Env), nullBytes(p.Snapshot), p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion,
+		nullBytes(p.Waits), boolInt(p.Stalled))
 	if f := p.FirstEvents; f != nil && f.First == 1 && p.StoredState == "" {
 		// A new row keeps the events of its first command: no events row.
 		res, err := s.run(qInsertProcessFirstEvents, append(row, f.Data)...)
@@ -967,7 +976,7 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
+			return t.writeWaits(p)
 		}
 		// The row exists after all: rewrite it, and the events go to events.
 	}
@@ -975,7 +984,34 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	if err != nil {
 		return err
 	}
+	if err := t.writeWaits(p); err != nil {
+		return err
+	}
 	return t.appendFirstEvents(ctx, p)
+}
+
+// writeWaits writes the change of a row's wait nodes to the waits table.
+func (t *tx) writeWaits(p *store.Process) error {
+	add, del := sqlstore.WaitChanges(p)
+	for _, n := range del {
+		if _, err := t.s.run(qDeleteWait, n, p.ID); err != nil {
+			return err
+		}
+	}
+	for _, n := range add {
+		if _, err := t.s.run(qInsertWait, n, p.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// boolInt is b as SQLite stores it.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appendFirstEvents stores the first events of a row that does not keep
@@ -1060,7 +1096,7 @@ func (t *tx) ReplaceTimers(ctx context.Context, process string, timers []store.T
 
 func (t *tx) PutContext(ctx context.Context, process string, c map[string]string, unique []string) error {
 	t.wrote = true
-	if err := t.DropContext(ctx, process); err != nil {
+	if _, err := t.s.run(`DELETE FROM contexts WHERE process_id = ?`, process); err != nil {
 		return err
 	}
 	for k, v := range c {
@@ -1080,7 +1116,7 @@ func (t *tx) PutContext(ctx context.Context, process string, c map[string]string
 
 func (t *tx) DropContext(ctx context.Context, process string) error {
 	t.wrote = true
-	_, err := t.s.run(`DELETE FROM contexts WHERE process_id = ?`, process)
+	_, err := t.s.run(`UPDATE contexts SET executing = 0 WHERE process_id = ?`, process)
 	return err
 }
 
@@ -1110,9 +1146,12 @@ func (s *Store) Tree(ctx context.Context, root string) ([]*store.Process, error)
 	return out, err
 }
 
+// dialect is SQLite's SQL for the listing queries.
+var dialect = sqlstore.Dialect{Param: func(int) string { return "?" }, NoSnapshot: "x''", True: "1"}
+
 // Processes lists process rows by ID.
 func (s *Store) Processes(ctx context.Context, f store.Filter) ([]*store.Process, error) {
-	q, args := sqlstore.ProcessesQuery(f, func(int) string { return "?" }, "x''")
+	q, args := sqlstore.ProcessesQuery(f, dialect)
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
@@ -1166,8 +1205,8 @@ func (s *Store) FindByContext(ctx context.Context, match map[string]string, limi
 		conds = append(conds, "(key = ? AND value = ?)")
 		args = append(args, k, v)
 	}
-	q := `SELECT process_id FROM contexts WHERE ` + strings.Join(conds, " OR ") +
-		` GROUP BY process_id HAVING count(*) = ` + strconv.Itoa(len(match)) + ` ORDER BY process_id`
+	q := `SELECT process_id FROM contexts WHERE executing = 1 AND (` + strings.Join(conds, " OR ") +
+		`) GROUP BY process_id HAVING count(*) = ` + strconv.Itoa(len(match)) + ` ORDER BY process_id`
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}

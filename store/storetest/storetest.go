@@ -34,6 +34,9 @@ func Run(t *testing.T, open Open) {
 		{"FailedUpdateKeepsNothing", testFailedUpdate},
 		{"TreeOrder", testTreeOrder},
 		{"Processes", testProcesses},
+		{"ProcessFilters", testProcessFilters},
+		{"Waits", testWaits},
+		{"TimerFailures", testTimerFailures},
 		{"Events", testEvents},
 		{"FirstEvents", testFirstEvents},
 		{"IdempotencyKeys", testKeys},
@@ -49,6 +52,7 @@ func Run(t *testing.T, open Open) {
 		{"ExpectTree", testExpectTree},
 		{"Closed", testClosed},
 	}
+	tests = append(tests, workTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -333,16 +337,23 @@ func testProcesses(t *testing.T, s store.Store) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"p00", "p00-n", "p01"}, ids(store.Filter{Limit: 3})); diff != "" {
+	// Newest (greatest ID) first.
+	if diff := cmp.Diff([]string{"p09", "p08", "p07"}, ids(store.Filter{Limit: 3})); diff != "" {
 		t.Errorf("first page (-want +have):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"p02", "p03"}, ids(store.Filter{After: "p01", Limit: 2})); diff != "" {
-		t.Errorf("page after p01 (-want +have):\n%s", diff)
+	if diff := cmp.Diff([]string{"p06", "p05"}, ids(store.Filter{After: "p07", Limit: 2})); diff != "" {
+		t.Errorf("page after p07 (-want +have):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"p01", "p03", "p05", "p07", "p09"}, ids(store.Filter{State: "completed"})); diff != "" {
+	if diff := cmp.Diff([]string{"p00", "p00-n", "p01"}, ids(store.Filter{Oldest: true, Limit: 3})); diff != "" {
+		t.Errorf("oldest first (-want +have):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"p02", "p03"}, ids(store.Filter{Oldest: true, After: "p01", Limit: 2})); diff != "" {
+		t.Errorf("oldest first after p01 (-want +have):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"p09", "p07", "p05", "p03", "p01"}, ids(store.Filter{States: []string{"completed"}})); diff != "" {
 		t.Errorf("completed (-want +have):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"p08", "p09"}, ids(store.Filter{Definition: "other"})); diff != "" {
+	if diff := cmp.Diff([]string{"p09", "p08"}, ids(store.Filter{Definition: "other"})); diff != "" {
 		t.Errorf("definition (-want +have):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"p00-n"}, ids(store.Filter{Parent: "p00", ParentToken: 3})); diff != "" {
@@ -627,6 +638,18 @@ func testContexts(t *testing.T, s store.Store) {
 	}
 	if err := putCtx("p3", map[string]string{"session": "s1"}); err != nil {
 		t.Fatalf("unique value after drop: %v", err)
+	}
+	// A process that stopped executing is still listed by its context.
+	rows, err := s.Processes(c, store.Filter{Context: map[string]string{"user": "u1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, r := range rows {
+		listed = append(listed, r.ID)
+	}
+	if diff := cmp.Diff([]string{"p1"}, listed); diff != "" {
+		t.Errorf("listed by context after drop (-want +have):\n%s", diff)
 	}
 }
 

@@ -8,8 +8,6 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/veena-wf/veena/store"
@@ -27,7 +25,7 @@ type Rows interface {
 
 // ProcessColumns are the columns of a process row, in the order
 // ScanProcess reads them.
-const ProcessColumns = `id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version`
+const ProcessColumns = `id, root_id, parent_id, parent_token, position, definition, version, state, context, env, snapshot, event_seq, created_at, updated_at, tree_version, waits, stalled`
 
 // ScanProcess reads a row of ProcessColumns.
 func ScanProcess(r Row) (*store.Process, error) {
@@ -35,7 +33,7 @@ func ScanProcess(r Row) (*store.Process, error) {
 	var c *string
 	var created, updated int64
 	if err := r.Scan(&p.ID, &p.Root, &p.Parent, &p.ParentToken, &p.Position, &p.Definition, &p.Version, &p.State,
-		&c, &p.Env, &p.Snapshot, &p.EventSeq, &created, &updated, &p.TreeVersion); err != nil {
+		&c, &p.Env, &p.Snapshot, &p.EventSeq, &created, &updated, &p.TreeVersion, &p.Waits, &p.Stalled); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
@@ -100,40 +98,6 @@ func ScanDefinitions(rows Rows) ([]*store.Definition, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// ProcessesQuery is the query of Store.Processes for f and its arguments.
-// param(n) writes the n-th parameter (1-based) in the dialect; noSnapshot
-// is an empty binary literal read in place of the snapshot column, which
-// listings leave out.
-func ProcessesQuery(f store.Filter, param func(n int) string, noSnapshot string) (string, []any) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return param(len(args))
-	}
-	if f.Definition != "" {
-		where = append(where, "definition = "+arg(f.Definition))
-	}
-	if f.State != "" {
-		where = append(where, "state = "+arg(f.State))
-	}
-	if f.Parent != "" {
-		where = append(where, "parent_id = "+arg(f.Parent)+" AND parent_token = "+arg(f.ParentToken))
-	}
-	if f.After != "" {
-		where = append(where, "id > "+arg(f.After))
-	}
-	q := `SELECT ` + strings.Replace(ProcessColumns, "snapshot", noSnapshot, 1) + ` FROM processes`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT " + strconv.Itoa(f.Limit)
-	}
-	return q, args
 }
 
 // ScanTree reads the rows of one process tree and orders them as

@@ -1,0 +1,307 @@
+package veena
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/veena-wf/veena/graph"
+	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/store"
+)
+
+// Wait is one place where an executing process waits: an active node token
+// (kind "token"; "nested" when its node runs a nested process, "delayed"
+// when its guard delays it), or arc tokens waiting at a join (kind "join").
+type Wait struct {
+	Node     string `json:"node"`
+	External string `json:"external,omitempty"`
+	Kind     string `json:"kind"`
+	// Token is the node token (kinds token, nested, delayed).
+	Token string `json:"token,omitempty"`
+	// Since is when the token was created, or when the first arc token
+	// began to wait at the join.
+	Since time.Time `json:"since"`
+	// Until is when a delayed token's guard runs again.
+	Until *time.Time `json:"until,omitempty"`
+	// Arcs counts the arc tokens waiting at a join.
+	Arcs int `json:"arcs,omitempty"`
+}
+
+// The kinds of Wait.
+const (
+	WaitToken   = "token"
+	WaitNested  = "nested"
+	WaitDelayed = "delayed"
+	WaitJoin    = "join"
+)
+
+// StalledJoin is a join where arc tokens wait in a stalled process: the
+// arcs whose tokens have arrived and the input arcs the join still lacks.
+type StalledJoin struct {
+	Node     string `json:"node"`
+	External string `json:"external,omitempty"`
+	Join     string `json:"join"`
+	Waiting  []Arc  `json:"waiting"`
+	Missing  []Arc  `json:"missing"`
+}
+
+// TimerFailure is a delayed token whose guard failed when its time came
+// (it is tried again later; the process shows the last failure).
+type TimerFailure struct {
+	Token    string    `json:"token"`
+	Node     string    `json:"node,omitempty"`
+	Message  string    `json:"message"`
+	At       time.Time `json:"at"`
+	Attempts int       `json:"attempts"`
+	DueAt    time.Time `json:"dueAt"`
+}
+
+// maxWaitsKept bounds the waits a process row keeps for listings; the
+// count of them all is kept beside.
+const maxWaitsKept = 20
+
+// waitRecord is how a process row keeps one wait (Process.WaitingAt).
+type waitRecord struct {
+	Node     string `json:"n"`
+	External string `json:"x,omitempty"`
+	Kind     string `json:"k"`
+	Token    int    `json:"t"` // node token index, -1 for a join
+	Since    int64  `json:"s"`
+	Until    int64  `json:"u,omitempty"`
+	Arcs     int    `json:"a,omitempty"`
+}
+
+// waitsRecord is the waits column of a process row.
+type waitsRecord struct {
+	Waits []waitRecord `json:"w"`
+	Count int          `json:"c,omitempty"` // all waits, when more than kept
+}
+
+// waitsOf finds where an executing process waits, in token creation order
+// (joins after tokens), whether it is stalled, and the nodes (sorted,
+// distinct) it waits at.
+func waitsOf(p *kernel.Process) (ws []waitRecord, nodes []string, stalled bool) {
+	if p.State != kernel.Executing {
+		return nil, nil, false
+	}
+	for _, t := range p.NodeTokens {
+		if !t.Active() || t.Complete {
+			continue
+		}
+		w := waitRecord{Node: t.Node.Name, External: t.Node.ExternalName(), Kind: WaitToken, Token: t.ID, Since: t.CreatedAt.UnixNano()}
+		switch {
+		case t.GuardAction == kernel.Delay:
+			w.Kind = WaitDelayed
+			if !t.DelayUntil.IsZero() {
+				w.Until = t.DelayUntil.UnixNano()
+			}
+		case t.Node.Type == graph.TypeNested:
+			w.Kind = WaitNested
+		}
+		ws = append(ws, w)
+		nodes = append(nodes, t.Node.QualifiedName())
+	}
+	tokens := len(ws)
+	joins := map[*graph.Node]int{}
+	for _, a := range p.ArcTokens {
+		if !a.Active() {
+			continue
+		}
+		to := a.Arc.To
+		if i, ok := joins[to]; ok {
+			ws[i].Arcs++
+			continue
+		}
+		joins[to] = len(ws)
+		ws = append(ws, waitRecord{Node: to.Name, External: to.ExternalName(), Kind: WaitJoin, Token: -1, Since: a.CreatedAt.UnixNano(), Arcs: 1})
+		nodes = append(nodes, to.QualifiedName())
+	}
+	slices.Sort(nodes)
+	return ws, slices.Compact(nodes), tokens == 0 && len(ws) > 0
+}
+
+// recordWaits fills the wait columns of a process row.
+func recordWaits(rec *store.Process, p *kernel.Process) {
+	ws, nodes, stalled := waitsOf(p)
+	r := waitsRecord{Waits: ws}
+	if len(ws) > maxWaitsKept {
+		r.Waits, r.Count = ws[:maxWaitsKept], len(ws)
+	}
+	if r.Waits == nil {
+		r.Waits = []waitRecord{}
+	}
+	rec.Waits, _ = json.Marshal(r) // plain strings and numbers: cannot fail
+	rec.WaitNodes, rec.Stalled = nodes, stalled
+}
+
+// waitNodesOf is the sorted, distinct nodes p waits at.
+func waitNodesOf(p *kernel.Process) []string {
+	_, nodes, _ := waitsOf(p)
+	return nodes
+}
+
+// apiWaits renders kept waits for the API.
+func apiWaits(process string, ws []waitRecord) []Wait {
+	out := make([]Wait, len(ws))
+	for i, w := range ws {
+		x := Wait{Node: w.Node, External: w.External, Kind: w.Kind, Since: time.Unix(0, w.Since).UTC(), Arcs: w.Arcs}
+		if w.Token >= 0 && w.Kind != WaitJoin {
+			x.Token = nodeTokenID(process, w.Token)
+		}
+		if w.Until != 0 {
+			u := time.Unix(0, w.Until).UTC()
+			x.Until = &u
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// setWaits fills the wait fields of an API process from a kernel process.
+func setWaits(out *Process, p *kernel.Process) {
+	ws, _, stalled := waitsOf(p)
+	out.WaitingAt, out.Stalled = apiWaits(p.ID, ws), stalled
+	if stalled {
+		out.Stall = stallOf(p)
+	}
+}
+
+// setRowWaits fills the wait fields of an API process from its row.
+func setRowWaits(out *Process, r *store.Process) {
+	out.WaitingAt, out.Stalled = []Wait{}, r.Stalled
+	if len(r.Waits) == 0 {
+		return
+	}
+	var rec waitsRecord
+	if json.Unmarshal(r.Waits, &rec) != nil {
+		return
+	}
+	out.WaitingAt = apiWaits(r.ID, rec.Waits)
+	if rec.Count > len(rec.Waits) {
+		out.WaitingMore = rec.Count - len(rec.Waits)
+	}
+}
+
+// stallOf explains a stalled process: for each join with arc tokens waiting
+// (in the order they began to wait), the arcs that arrived and the input
+// arcs it still lacks (for a labelAnd join, those with the names of the
+// arcs that arrived).
+func stallOf(p *kernel.Process) []StalledJoin {
+	var out []StalledJoin
+	index := map[*graph.Node]int{}
+	arrived := map[*graph.Node][]*graph.Arc{}
+	for _, a := range p.ArcTokens {
+		if !a.Active() {
+			continue
+		}
+		to := a.Arc.To
+		if _, ok := index[to]; !ok {
+			index[to] = len(out)
+			out = append(out, StalledJoin{Node: to.Name, External: to.ExternalName(), Join: string(to.Join), Waiting: []Arc{}, Missing: []Arc{}})
+		}
+		if !slices.Contains(arrived[to], a.Arc) {
+			arrived[to] = append(arrived[to], a.Arc)
+		}
+	}
+	for node, i := range index {
+		got := arrived[node]
+		names := map[string]bool{}
+		for _, a := range got {
+			out[i].Waiting = append(out[i].Waiting, arcOf(a))
+			names[a.Name] = true
+		}
+		for _, a := range node.InArcs() {
+			if slices.Contains(got, a) || node.Join == graph.JoinLabelAnd && !names[a.Name] {
+				continue
+			}
+			out[i].Missing = append(out[i].Missing, arcOf(a))
+		}
+	}
+	return out
+}
+
+// Attention counts what needs an operator, across every engine sharing
+// the store.
+type Attention struct {
+	// Stalled counts stalled processes.
+	Stalled int `json:"stalled"`
+	// FailingTimers counts delayed tokens whose guard failed when their
+	// time came.
+	FailingTimers int `json:"failingTimers"`
+}
+
+// Attention counts stalled processes and failing timers.
+func (e *Engine) Attention(ctx context.Context) (*Attention, error) {
+	n, err := e.store.CountProcesses(ctx, store.Filter{Stalled: true}, 0)
+	if err != nil {
+		return nil, storeError("count stalled processes", err)
+	}
+	fs, err := e.store.TimerFailures(ctx, "", 0)
+	if err != nil {
+		return nil, storeError("count failing timers", err)
+	}
+	return &Attention{Stalled: n, FailingTimers: len(fs)}, nil
+}
+
+// WaitingItem is one piece of waiting work: a place where an executing
+// process waits (see Wait), with the process it belongs to.
+type WaitingItem struct {
+	Process    string            `json:"process"`
+	Definition string            `json:"definition"`
+	Version    int               `json:"version"`
+	Context    map[string]string `json:"context,omitempty"`
+	Stalled    bool              `json:"stalled"`
+	Node       string            `json:"node"`
+	External   string            `json:"external,omitempty"`
+	Kind       string            `json:"kind"`
+	Token      string            `json:"token,omitempty"`
+	Since      time.Time         `json:"since"`
+	Until      *time.Time        `json:"until,omitempty"`
+	Arcs       int               `json:"arcs,omitempty"`
+}
+
+// WaitingPage is a page of waiting work: the waits of up to Limit
+// processes. Next is the cursor of the next page; Total counts the
+// processes (up to TotalCap), as ProcessPage does.
+type WaitingPage struct {
+	Items       []WaitingItem `json:"items"`
+	Next        string        `json:"next"`
+	Total       int           `json:"total"`
+	TotalCapped bool          `json:"totalCapped,omitempty"`
+}
+
+// Waiting lists the waiting work of executing processes: every active node
+// token and every join where arc tokens wait, with where and since when.
+// The filter selects the processes as for Processes (its State is
+// ignored: only executing processes wait); with a Node, only the waits at
+// that node are listed. Processes come in the filter's order.
+func (e *Engine) Waiting(ctx context.Context, f ProcessFilter) (*WaitingPage, error) {
+	f.State = kernel.Executing.String()
+	page, err := e.Processes(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := &WaitingPage{Items: []WaitingItem{}, Next: page.Next, Total: page.Total, TotalCapped: page.TotalCapped}
+	for _, p := range page.Items {
+		for _, w := range p.WaitingAt {
+			if f.Node != "" && qualifiedName(w.External, w.Node) != f.Node {
+				continue
+			}
+			out.Items = append(out.Items, WaitingItem{Process: p.ID, Definition: p.Definition, Version: p.Version,
+				Context: p.Context, Stalled: p.Stalled, Node: w.Node, External: w.External, Kind: w.Kind,
+				Token: w.Token, Since: w.Since, Until: w.Until, Arcs: w.Arcs})
+		}
+	}
+	return out, nil
+}
+
+// qualifiedName names a node as the API's node filter does: "external:name"
+// for an imported node.
+func qualifiedName(external, name string) string {
+	if external == "" {
+		return name
+	}
+	return external + ":" + name
+}
