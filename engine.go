@@ -26,6 +26,11 @@ type Options struct {
 	// Kernel runs the token game; nil means kernel.New(). Register custom
 	// node types, functions and listeners on it before Open.
 	Kernel *kernel.Kernel
+	// Limits bound what one command may do (tokens it creates, time it
+	// runs) and how large a process may grow; a command beyond them fails
+	// with budget_exceeded or limit_exceeded and changes nothing. Zero
+	// fields keep the kernel's (kernel.DefaultLimits unless set on it).
+	Limits kernel.Limits
 	// Clock gives the time of each command; nil means time.Now.
 	Clock func() time.Time
 	// Logger receives the engine's warnings (a delayed token that failed to
@@ -116,6 +121,22 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	k := opts.Kernel
 	if k == nil {
 		k = kernel.New()
+	}
+	for _, f := range []struct {
+		from int
+		to   *int
+	}{
+		{opts.Limits.CommandTokens, &k.Limits.CommandTokens},
+		{opts.Limits.ProcessTokens, &k.Limits.ProcessTokens},
+		{opts.Limits.TokenSetMembers, &k.Limits.TokenSetMembers},
+		{opts.Limits.NestingDepth, &k.Limits.NestingDepth},
+	} {
+		if f.from != 0 {
+			*f.to = f.from
+		}
+	}
+	if opts.Limits.CommandTime != 0 {
+		k.Limits.CommandTime = opts.Limits.CommandTime
 	}
 	if opts.IdempotencyTTL == 0 {
 		opts.IdempotencyTTL = DefaultIdempotencyTTL
@@ -519,7 +540,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 				if err != nil {
 					return err
 				}
-				if p == nil || p.err != nil || p.from != version {
+				// A command that failed on the tree as stored failed for
+				// good: it is not run a second time.
+				if p == nil || p.from != version {
 					rows, err := tx.Tree(ctx, root)
 					if err != nil {
 						return err
@@ -623,6 +646,11 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 		}
 	}()
 	ke := e.k.Engine(now)
+	if d := e.k.Limits.Effective().CommandTime; d > 0 {
+		// The kernel has no clock: the command's time budget is kept here.
+		timer := time.AfterFunc(d, func() { ke.Interrupt(nil) })
+		defer timer.Stop()
+	}
 	target, err := fn(ke, t, p.cmd)
 	if err != nil {
 		p.err = err

@@ -23,9 +23,19 @@ type Definition struct {
 	// Net is a Petri net's places, transitions and arcs with their
 	// markings, annotations and weights (nil for other formats).
 	Net *NetView `json:"net,omitempty"`
-	// Warnings are what the definition loaded with but may not mean.
-	Warnings []graph.Problem `json:"warnings,omitempty"`
+	// Label is the definition's display name (a BPMN process's name).
+	Label string `json:"label,omitempty"`
+	// Related names the other definitions loaded from the same file (a
+	// BPMN file with several executable processes).
+	Related []string `json:"related,omitempty"`
+	// Warnings are the static checks' findings (unreachable elements,
+	// joins that can deadlock, …), each with the line and column of the
+	// element it names.
+	Warnings []Problem `json:"warnings,omitempty"`
 }
+
+// Problem is a message about a definition, with where it is in the file.
+type Problem = graph.Problem
 
 // Node is a node of a definition. External is the instance it was imported
 // through ("" for the definition's own nodes).
@@ -37,6 +47,11 @@ type Node struct {
 	Join      string `json:"join"`
 	JoinParam string `json:"joinParam"`
 	Guard     string `json:"guard"`
+	// Label is the display name (BPMN name, PNML name text); Kind the
+	// element the node was compiled from (userTask, exclusiveGateway, …;
+	// "node", "wait", … for Sarasvati nodes).
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
 }
 
 // Arc is an arc of a definition; Name is nil for the default arc.
