@@ -49,6 +49,9 @@ func definitionOf(g *graph.Graph) *Definition {
 	for i, a := range g.Arcs {
 		d.Arcs[i] = arcOf(a)
 	}
+	if len(g.Warnings) > 0 {
+		d.Warnings = append([]graph.Problem(nil), g.Warnings...)
+	}
 	return d
 }
 

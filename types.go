@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
 )
 
@@ -19,6 +20,10 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
+	// Warnings are things in the definition that load but that its author
+	// may not have meant, such as a cycle that a token can go round without
+	// ever reaching a wait state.
+	Warnings []graph.Problem `json:"warnings,omitempty"`
 }
 
 // Node is a node of a definition. External is the instance it was imported
