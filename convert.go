@@ -41,16 +41,17 @@ func invalid(format string, args ...any) error {
 
 func definitionOf(g *graph.Graph) *Definition {
 	d := &Definition{Name: g.Name, Version: g.Version, Format: g.Format, Hash: g.Hash, CreatedAt: g.CreatedAt,
-		Nodes: make([]Node, len(g.Nodes)), Arcs: make([]Arc, len(g.Arcs))}
+		Nodes: make([]Node, len(g.Nodes)), Arcs: make([]Arc, len(g.Arcs)), Label: g.Label, Warnings: g.Warnings}
 	for i, n := range g.Nodes {
+		kind := n.Kind
+		if kind == "" {
+			kind = n.Type // a Sarasvati node's kind is its type
+		}
 		d.Nodes[i] = Node{Name: n.Name, External: n.ExternalName(), Type: n.Type, Start: n.IsStart && n.External == nil,
-			Join: string(n.Join), JoinParam: n.JoinParam, Guard: n.Guard}
+			Join: string(n.Join), JoinParam: n.JoinParam, Guard: n.Guard, Label: n.Label, Kind: kind}
 	}
 	for i, a := range g.Arcs {
 		d.Arcs[i] = arcOf(a)
-	}
-	if len(g.Warnings) > 0 {
-		d.Warnings = append([]graph.Problem(nil), g.Warnings...)
 	}
 	return d
 }

@@ -20,11 +20,19 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
-	// Warnings are things in the definition that load but that its author
-	// may not have meant, such as a cycle that a token can go round without
-	// ever reaching a wait state.
-	Warnings []graph.Problem `json:"warnings,omitempty"`
+	// Label is the definition's display name (a BPMN process's name).
+	Label string `json:"label,omitempty"`
+	// Related names the other definitions loaded from the same file (a
+	// BPMN file with several executable processes).
+	Related []string `json:"related,omitempty"`
+	// Warnings are the static checks' findings (unreachable elements,
+	// joins that can deadlock, …), each with the line and column of the
+	// element it names.
+	Warnings []Problem `json:"warnings,omitempty"`
 }
+
+// Problem is a message about a definition, with where it is in the file.
+type Problem = graph.Problem
 
 // Node is a node of a definition. External is the instance it was imported
 // through ("" for the definition's own nodes).
@@ -36,6 +44,11 @@ type Node struct {
 	Join      string `json:"join"`
 	JoinParam string `json:"joinParam"`
 	Guard     string `json:"guard"`
+	// Label is the display name (BPMN name, PNML name text); Kind the
+	// element the node was compiled from (userTask, exclusiveGateway, …;
+	// "node", "wait", … for Sarasvati nodes).
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
 }
 
 // Arc is an arc of a definition; Name is nil for the default arc.

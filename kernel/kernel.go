@@ -31,6 +31,7 @@ type Kernel struct {
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
 	named       map[string]Listener
+	settlers    []Settler
 	prepMu      sync.Mutex
 	limitsOnce  sync.Once
 	effective   Limits
@@ -352,13 +353,17 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 }
 
 func (e *Engine) startProcess(p *Process) {
-	e.mutP(p)
-	p.State = Executing
-	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	starts := p.Graph.StartNodes()
 	if len(starts) == 0 {
 		e.Fail(refuse(ErrNoStartNodes, "definition %s has no start nodes", p.Graph))
 	}
+	e.startProcessAt(p, starts)
+}
+
+func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
+	e.mutP(p)
+	p.State = Executing
+	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	was := p.inLoop
 	p.inLoop = true
 	for _, n := range starts {
@@ -614,7 +619,7 @@ func (e *Engine) Complete(t *NodeToken, names ...string) error {
 	}
 	return e.run(t.Process, func() {
 		e.checkCompletable(t)
-		e.complete(t, names, false)
+		e.completeVia(t, names, nil)
 	})
 }
 
@@ -698,8 +703,13 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 	e.mutP(p)
 	was := p.inLoop
 	p.inLoop = true
-	for p.State == Executing && p.queued() > 0 {
-		e.executeArc(p.dequeue())
+	for {
+		for p.State == Executing && p.queued() > 0 {
+			e.executeArc(p.dequeue())
+		}
+		if !e.settle(p) {
+			break
+		}
 	}
 	p.inLoop = was
 	e.checkCompletion(p)
@@ -957,7 +967,7 @@ func (e *Engine) finalizeComplete(p *Process) {
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
 	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
-		e.complete(t, defaultArcs, false)
+		e.completeVia(t, defaultArcs, nil)
 	}
 }
 

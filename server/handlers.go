@@ -163,14 +163,12 @@ func (a attrs) values(where string) (map[string]any, error) {
 	return out, nil
 }
 
-// attrValue converts one JSON attribute value (nil for null).
+// attrValue converts one JSON attribute value (nil for null): a scalar,
+// {"date": "..."}, or any other array or object (collections, payloads).
 func attrValue(raw json.RawMessage) (any, error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" {
 		return nil, nil
-	}
-	if t[0] == '[' {
-		return nil, errors.New("arrays are not attribute values (use a string, number, boolean or {\"date\": \"...\"})")
 	}
 	var v kernel.Value
 	if err := json.Unmarshal(t, &v); err != nil {

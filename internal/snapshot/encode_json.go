@@ -76,6 +76,14 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			b = appendNonZero(b, `,"du":`, unixNano(t.DelayUntil))
 			b = appendNonZero(b, `,"dc":`, int64(t.DelayCount))
 			b = appendNonZero(b, `,"w":`, int64(t.Work))
+			if len(t.Notes) > 0 {
+				notes, err := json.Marshal(t.Notes)
+				if err != nil {
+					return nil, err
+				}
+				b = append(b, `,"o":`...)
+				b = append(b, notes...)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')

@@ -30,21 +30,22 @@ type snapshot struct {
 }
 
 type node struct {
-	Node        int      `json:"n"`
-	Seq         int64    `json:"q"`
-	CompleteSeq int64    `json:"cq,omitempty"` // orders backtracking's traversal
-	Parents     []int    `json:"p,omitempty"`
-	Children    []int    `json:"c,omitempty"`
-	Guard       uint8    `json:"g,omitempty"`
-	Exec        uint8    `json:"x,omitempty"`
-	Complete    bool     `json:"d,omitempty"`
-	Created     int64    `json:"t,omitempty"` // nanoseconds after the process was created
-	Completed   int64    `json:"f,omitempty"` // the same, plus one; 0: not completed
-	Env         int      `json:"e,omitempty"` // 1-based index into Envs; 0: none
-	Sets        [][2]int `json:"s,omitempty"` // (set id, member)
-	DelayUntil  int64    `json:"du,omitempty"`
-	DelayCount  int      `json:"dc,omitempty"`
-	Work        uint8    `json:"w,omitempty"` // kernel.WorkFlags
+	Node        int               `json:"n"`
+	Seq         int64             `json:"q"`
+	CompleteSeq int64             `json:"cq,omitempty"` // orders backtracking's traversal
+	Parents     []int             `json:"p,omitempty"`
+	Children    []int             `json:"c,omitempty"`
+	Guard       uint8             `json:"g,omitempty"`
+	Exec        uint8             `json:"x,omitempty"`
+	Complete    bool              `json:"d,omitempty"`
+	Created     int64             `json:"t,omitempty"` // nanoseconds after the process was created
+	Completed   int64             `json:"f,omitempty"` // the same, plus one; 0: not completed
+	Env         int               `json:"e,omitempty"` // 1-based index into Envs; 0: none
+	Sets        [][2]int          `json:"s,omitempty"` // (set id, member)
+	DelayUntil  int64             `json:"du,omitempty"`
+	DelayCount  int               `json:"dc,omitempty"`
+	Work        uint8             `json:"w,omitempty"` // kernel.WorkFlags
+	Notes       map[string]string `json:"o,omitempty"`
 }
 
 type arc struct {
@@ -162,7 +163,8 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 			Guard: uint8(t.GuardAction), Exec: uint8(t.ExecType), Complete: t.Complete,
 			Created: offset(base, t.CreatedAt), Completed: optOffset(base, t.CompletedAt),
 			Sets: memberships(t.Sets), DelayUntil: unixNano(t.DelayUntil), DelayCount: t.DelayCount,
-			Work: uint8(t.Work),
+			Work:  uint8(t.Work),
+			Notes: t.Notes,
 		}
 		for _, a := range t.Parents {
 			n.Parents = append(n.Parents, a.ID)
@@ -393,6 +395,9 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			GuardAction: kernel.GuardAction(x.Guard), ExecType: kernel.ExecutionType(x.Exec),
 			Complete: x.Complete, CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
 			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount, Work: kernel.WorkFlags(x.Work),
+		}
+		if len(x.Notes) > 0 {
+			t.Notes = x.Notes
 		}
 		if x.Env > 0 {
 			if x.Env > len(envs) {
