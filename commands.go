@@ -151,7 +151,8 @@ func (o *op) bind(res *outcome) commandFunc {
 				return nil, errNoChange
 			}
 			tok := p.NodeTokens[o.Token]
-			if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) {
+			if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) ||
+				tok.Holds(kernel.HoldsIncident) {
 				return nil, errNoChange
 			}
 			return p, ke.ReevaluateDelayedToken(tok)

@@ -475,7 +475,12 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		fmt.Fprintln(out, "    backtrack to a completed token to run a branch again (veena node-tokens backtrack), or cancel the process")
 	}
 	for _, f := range p.TimerFailures {
-		fmt.Fprintf(out, "  TIMER FAILED: token %s on %s, %d attempt(s), last at %s: %s\n", f.Token, f.Node, f.Attempts, stamp(f.At), f.Message)
+		fmt.Fprintf(out, "  TIMER FAILED: the guard of token %s on %s failed at %s: %s\n", f.Token, f.Node, stamp(f.At), f.Message)
+		if f.Incident != "" {
+			fmt.Fprintf(out, "    incident %s is open: fix the cause (veena processes env), then resolve it to run the guard again\n", f.Incident)
+		} else {
+			fmt.Fprintf(out, "    %d attempt(s); it is tried again later\n", f.Attempts)
+		}
 	}
 	if len(p.WaitingAt) == 0 {
 		if p.State == "executing" {
@@ -517,6 +522,8 @@ func waitingWords(ws []veena.Wait, more int) string {
 			s += " (delayed)"
 		case "nested":
 			s += " (nested)"
+		case "incident":
+			s += " (INCIDENT)"
 		}
 		if !slices.Contains(parts, s) {
 			parts = append(parts, s)
@@ -535,6 +542,8 @@ func waitKindWords(kind string, arcs int, until *time.Time, stalled bool) string
 		return "active token"
 	case "nested":
 		return "nested process runs"
+	case "incident":
+		return "incident open"
 	case "delayed":
 		if until != nil {
 			return "delayed until " + stamp(*until)
