@@ -268,10 +268,14 @@ first (--newest: newest first); the filters of veena processes list select them
 			}
 			now := time.Now()
 			tw := table(out)
-			fmt.Fprintln(tw, "PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tTOKEN\tCONTEXT")
+			fmt.Fprintln(tw, "TOKEN OR PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tCONTEXT")
 			for _, it := range page.Items {
-				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Process, it.Definition, it.Version, qualified(it.External, it.Node),
-					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), tokenNumber(it.Token), oneLine(formatPairs(it.Context)))
+				id := it.Token
+				if id == "" {
+					id = it.Process
+				}
+				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\n", id, it.Definition, it.Version, qualified(it.External, it.Node),
+					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), oneLine(formatPairs(it.Context)))
 			}
 			tw.Flush()
 			fmt.Fprintf(out, "\n%s\n", countWords(countProcesses(page.Items), page.Total, page.TotalCapped, "process waits", "processes wait"))
@@ -610,14 +614,6 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-// tokenNumber is the ".nN" end of a node token id ("" for none).
-func tokenNumber(id string) string {
-	if i := strings.LastIndex(id, ".n"); i >= 0 {
-		return id[i:]
-	}
-	return id
 }
 
 // listFlags are the filters of processes list and processes waiting.
