@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	schemaformat "github.com/veena-wf/veena/format/schema"
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
@@ -48,24 +49,62 @@ func sniffFormat(src []byte) string {
 		return "bpmn"
 	case bytes.HasPrefix(trimmed, []byte("{")):
 		return "schema"
+	case looksLikeYAMLSchema(head):
+		return "schema"
 	}
 	return wfxml.Format
 }
 
-// compile turns a definition file into a graph, resolving externals to the
-// latest loaded versions.
-func (e *Engine) compile(file string, src []byte, format string) (*graph.Graph, error) {
+// looksLikeYAMLSchema reports whether a file is a schema written in YAML:
+// not XML, with a top-level "schema:" key.
+func looksLikeYAMLSchema(head []byte) bool {
+	if bytes.HasPrefix(bytes.TrimSpace(head), []byte("<")) {
+		return false
+	}
+	for _, line := range bytes.Split(head, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("schema:")) {
+			return true
+		}
+	}
+	return false
+}
+
+// compileAll turns a definition file into its graphs (a file may hold
+// several definitions: a schema and its children), resolving externals to
+// the latest loaded versions. The first graph is the file's main one.
+func (e *Engine) compileAll(file string, src []byte, format string) ([]*graph.Graph, error) {
 	switch format {
 	case wfxml.Format:
 		g, err := wfxml.Load(file, src, e.repo.Latest)
 		if err != nil {
 			return nil, definitionError(err)
 		}
-		return g, nil
-	case "bpmn", "pnml", "schema":
+		return []*graph.Graph{g}, nil
+	case schemaformat.Format:
+		gs, err := schemaformat.Load(file, src)
+		if err != nil {
+			return nil, definitionError(err)
+		}
+		return gs, nil
+	case "bpmn", "pnml":
 		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
 	}
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
+}
+
+// compile turns a stored definition back into its graph: the graph of
+// that name among those its file compiles to.
+func (e *Engine) compile(file string, src []byte, format, name string) (*graph.Graph, error) {
+	gs, err := e.compileAll(file, src, format)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		if g.Name == name {
+			return g, nil
+		}
+	}
+	return nil, fmt.Errorf("the file of definition %s compiles to no definition of that name", name)
 }
 
 // reloadDefinitions adds to the repository the definitions other engines
@@ -136,7 +175,7 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 		if seq > 0 && d.Seq >= seq {
 			break
 		}
-		g, err := e.compile(d.File, d.Source, d.Format)
+		g, err := e.compile(d.File, d.Source, d.Format, d.Name)
 		if err != nil {
 			return fmt.Errorf("stored definition %s version %d no longer loads: %w", d.Name, d.Version, err)
 		}
@@ -153,8 +192,10 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 }
 
 // LoadDefinition loads one definition file. format "" sniffs it from the
-// content; only "sarasvati" is supported now. Content identical to the
-// latest version of its name returns that version with created false. An
+// content ("sarasvati" and "schema" are supported). Content identical to
+// the latest version of its name returns that version with created false.
+// A file that holds several definitions (a schema with children) loads
+// them all and returns the first, the others named in Related. An
 // invalid definition fails with a *DefinitionError.
 func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, format string) (*Definition, bool, error) {
 	if format == "" {
@@ -165,15 +206,30 @@ func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, fo
 	if err := e.syncDefinitions(ctx); err != nil {
 		return nil, false, err
 	}
-	g, err := e.compile(file, src, format)
+	gs, err := e.compileAll(file, src, format)
 	if err != nil {
 		return nil, false, err
 	}
-	stored, created, err := e.addGraph(ctx, g)
-	if err != nil {
-		return nil, false, err
+	// Prepare every graph first, so that a file loads whole or not at all.
+	for _, g := range gs {
+		if err := e.k.Prepare(g); err != nil {
+			return nil, false, definitionError(err)
+		}
 	}
-	return definitionOf(stored), created, nil
+	var first *Definition
+	created := false
+	for i, g := range gs {
+		stored, c, err := e.addGraph(ctx, g)
+		if err != nil {
+			return nil, false, err
+		}
+		if i == 0 {
+			first, created = definitionOf(stored), c
+		} else {
+			first.Related = append(first.Related, stored.Name)
+		}
+	}
+	return first, created, nil
 }
 
 func (e *Engine) loadDir(ctx context.Context, dir string) error {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,11 @@ type Options struct {
 	// Kernel runs the token game; nil means kernel.New(). Register custom
 	// node types, functions and listeners on it before Open.
 	Kernel *kernel.Kernel
+	// Limits bound what one command may do (tokens it creates, time it
+	// runs) and how large a process may grow; a command beyond them fails
+	// with budget_exceeded or limit_exceeded and changes nothing. Zero
+	// fields keep the kernel's (kernel.DefaultLimits unless set on it).
+	Limits kernel.Limits
 	// Clock gives the time of each command; nil means time.Now.
 	Clock func() time.Time
 	// Logger receives the engine's warnings (a delayed token that failed to
@@ -83,6 +90,10 @@ type Engine struct {
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
 
+	runMuR  sync.Mutex
+	runners map[string]Runner
+	pool    workPool
+
 	jobMu   sync.Mutex
 	jobWait map[string]chan struct{} // job type -> closed when jobs may be available
 
@@ -113,6 +124,22 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	k := opts.Kernel
 	if k == nil {
 		k = kernel.New()
+	}
+	for _, f := range []struct {
+		from int
+		to   *int
+	}{
+		{opts.Limits.CommandTokens, &k.Limits.CommandTokens},
+		{opts.Limits.ProcessTokens, &k.Limits.ProcessTokens},
+		{opts.Limits.TokenSetMembers, &k.Limits.TokenSetMembers},
+		{opts.Limits.NestingDepth, &k.Limits.NestingDepth},
+	} {
+		if f.from != 0 {
+			*f.to = f.from
+		}
+	}
+	if opts.Limits.CommandTime != 0 {
+		k.Limits.CommandTime = opts.Limits.CommandTime
 	}
 	if opts.IdempotencyTTL == 0 {
 		opts.IdempotencyTTL = DefaultIdempotencyTTL
@@ -174,6 +201,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 // Close stops background work and closes the store.
 func (e *Engine) Close() error {
 	e.Stop()
+	e.pool.close()
 	var err error
 	e.closeMu.Do(func() { err = e.store.Close() })
 	return err
@@ -312,7 +340,9 @@ func (e *Engine) indexOldRows(ctx context.Context) bool {
 	return len(rows) == 0
 }
 
-// fireTimer runs a due delayed token's guard again, as a command. If the
+// fireTimer runs a due delayed token's guard again, or wakes a token
+// whose work is due (work with a runner is run here first, see runWake),
+// as a command. If the
 // command fails (the guard cannot be evaluated, say), the failure is kept
 // on the timer and an incident of kind timer_failed opens on the token:
 // the process shows both, and the token waits for the incident to be
@@ -321,6 +351,13 @@ func (e *Engine) indexOldRows(ctx context.Context) bool {
 // 30 s to 10 min.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
+	if err == nil && out.Run != nil {
+		// The token's work is due and has a runner: run it here.
+		if e.runner(out.Run.Runner) == nil {
+			return nil // another engine may have the runner
+		}
+		return e.runWake(ctx, wakeRun{process: t.Process, token: t.Token, work: *out.Run})
+	}
 	var failed *kernel.Error
 	switch {
 	case err == nil && out.Error != nil:
@@ -386,7 +423,6 @@ var errNoChange = errors.New("nothing to do")
 type tree struct {
 	root    *kernel.Process
 	version int64
-	context map[string]map[string]string // process id -> context
 	before  map[string]processFacts
 	// unindexed holds the processes whose rows were written without
 	// their waits (by an older Veena): their wait nodes are written whole.
@@ -396,15 +432,26 @@ type tree struct {
 type processFacts struct {
 	state     kernel.State
 	timers    int
+	context   map[string]string // a copy, to see changes
+	works     map[int]string    // node token -> key of the work it waits for
 	waitNodes []string
 }
 
-func factsOf(p *kernel.Process) processFacts {
+func (e *Engine) factsOf(p *kernel.Process) processFacts {
 	f := processFacts{state: p.State}
+	if len(p.Context) > 0 {
+		f.context = maps.Clone(p.Context)
+	}
 	if p.State == kernel.Executing {
 		for _, t := range p.NodeTokens {
 			if isDelayed(t) {
 				f.timers++
+			} else if w := e.k.WakeOf(t); w != nil {
+				f.timers++
+				if f.works == nil {
+					f.works = map[int]string{}
+				}
+				f.works[t.ID] = w.Key
 			}
 		}
 		f.waitNodes = waitNodesOf(p)
@@ -421,13 +468,13 @@ func isDelayed(t *kernel.NodeToken) bool {
 
 // remember notes the facts of every process of the tree, as the next
 // command will find them.
-func (t *tree) remember() {
+func (e *Engine) remember(t *tree) {
 	if t.before == nil {
 		t.before = map[string]processFacts{}
 	} else {
 		clear(t.before)
 	}
-	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = factsOf(p) })
+	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = e.factsOf(p) })
 }
 
 // graphOf finds a definition version, reloading definitions once if this
@@ -462,11 +509,8 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 	if err != nil {
 		return nil, err
 	}
-	t := &tree{root: root, version: version, context: map[string]map[string]string{}}
+	t := &tree{root: root, version: version}
 	for _, r := range rows {
-		if len(r.Context) > 0 {
-			t.context[r.ID] = r.Context
-		}
 		if r.Waits == nil {
 			if t.unindexed == nil {
 				t.unindexed = map[string]bool{}
@@ -477,7 +521,7 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 			e.roots.put(r.ID, r.Root)
 		}
 	}
-	t.remember()
+	e.remember(t)
 	return t, nil
 }
 
@@ -507,7 +551,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
-		early = e.run(&tree{context: map[string]map[string]string{}}, fn, e.store, ctx)
+		early = e.run(&tree{}, fn, e.store, ctx)
 	}
 	var done *plan
 	var prev *outcome
@@ -531,7 +575,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 				if err != nil {
 					return err
 				}
-				if p == nil || p.err != nil || p.from != version {
+				// A command that failed on the tree as stored failed for
+				// good: it is not run a second time.
+				if p == nil || p.from != version {
 					rows, err := tx.Tree(ctx, root)
 					if err != nil {
 						return err
@@ -572,6 +618,10 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		if errors.Is(err, errNoChange) {
 			return &outcome{None: true}, nil
 		}
+		var due *wakeDue
+		if errors.As(err, &due) {
+			return &outcome{None: true, Run: &due.work}, nil
+		}
 		if errors.Is(err, store.ErrBusy) {
 			return nil, err
 		}
@@ -589,6 +639,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 // it any more, and the trees of finished processes would crowd out those
 // still running (and cost the garbage collector their scanning).
 func (e *Engine) committed(p *plan) {
+	if len(p.runs) > 0 {
+		e.dispatch(p.runs)
+	}
 	if p.tree != nil {
 		if s := p.tree.root.State; s != kernel.Completed && s != kernel.Canceled {
 			e.cache.put(p.tree.root.ID, p.tree)
@@ -610,11 +663,21 @@ type plan struct {
 	// process's first (those go with its row, see store.Process).
 	appended []store.EventRecord
 	timers   []timerWrite
-	ctxPut   []string // processes whose context starts to count
-	ctxDrop  []string // processes whose context stops counting
+	ctxPut   []*kernel.Process // processes whose context starts to count or changed
+	ctxDrop  []string          // processes whose context stops counting
 	unique   []string
 	bump     bool // the root row is not rewritten: set its version
 	cmd      *cmd // the work rows the command writes, its audit notes
+	// runs are the wakes with a runner that this command created and that
+	// the engine runs once it has committed (kernel.Wake.RunNow).
+	runs []wakeRun
+}
+
+// wakeRun is a piece of outside work to run after commit.
+type wakeRun struct {
+	process string
+	token   int
+	work    kernel.Wake
 }
 
 type timerWrite struct {
@@ -635,12 +698,17 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 		}
 	}()
 	ke := e.k.Engine(now)
+	if d := e.k.Limits.Effective().CommandTime; d > 0 {
+		// The kernel has no clock: the command's time budget is kept here.
+		timer := time.AfterFunc(d, func() { ke.Interrupt(nil) })
+		defer timer.Stop()
+	}
 	target, err := fn(ke, t, p.cmd)
 	if err != nil {
 		p.err = err
 		return p
 	}
-	if err := p.prepare(); err != nil {
+	if err := p.prepare(e); err != nil {
 		p.err = err
 		return p
 	}
@@ -650,7 +718,7 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 
 // prepare encodes the processes the command changed, their new events,
 // timers and context changes, and moves the tree to its next version.
-func (p *plan) prepare() error {
+func (p *plan) prepare(e *Engine) error {
 	t := p.tree
 	t.version++
 	var err error
@@ -661,7 +729,7 @@ func (p *plan) prepare() error {
 			return
 		}
 		var rec *store.Process
-		if rec, err = snapshot.Record(q, t.context[q.ID]); err != nil {
+		if rec, err = snapshot.Record(q); err != nil {
 			return
 		}
 		if q.Parent == nil {
@@ -690,25 +758,32 @@ func (p *plan) prepare() error {
 				p.appended = append(p.appended, r)
 			}
 		}
-		now := factsOf(q)
-		if now.timers > 0 || before.timers > 0 {
+		facts := e.factsOf(q)
+		if facts.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
 			if q.State == kernel.Executing {
 				for _, tok := range q.NodeTokens {
 					if isDelayed(tok) {
 						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil})
+					} else if work := e.k.WakeOf(tok); work != nil {
+						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: work.Due})
+						if work.RunNow && work.Runner != "" && before.works[tok.ID] != work.Key {
+							p.runs = append(p.runs, wakeRun{process: q.ID, token: tok.ID, work: *work})
+						}
 					}
 				}
 			}
 			p.timers = append(p.timers, w)
 		}
-		if len(t.context[q.ID]) > 0 {
-			switch {
-			case q.State == kernel.Executing && (!known || before.state != kernel.Executing):
-				p.ctxPut = append(p.ctxPut, q.ID)
-			case q.State != kernel.Executing && known && before.state == kernel.Executing:
-				p.ctxDrop = append(p.ctxDrop, q.ID)
-			}
+		executing := q.State == kernel.Executing
+		wasExecuting := known && before.state == kernel.Executing
+		switch {
+		case executing && len(q.Context) > 0 && (!wasExecuting || !maps.Equal(before.context, q.Context)):
+			p.ctxPut = append(p.ctxPut, q)
+		case executing && len(q.Context) == 0 && wasExecuting && len(before.context) > 0:
+			p.ctxDrop = append(p.ctxDrop, q.ID)
+		case !executing && wasExecuting && len(before.context) > 0:
+			p.ctxDrop = append(p.ctxDrop, q.ID)
 		}
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
@@ -720,7 +795,7 @@ func (p *plan) prepare() error {
 		return err
 	}
 	p.bump = !rootSeen
-	t.remember()
+	e.remember(t)
 	return nil
 }
 
@@ -746,8 +821,8 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	for _, id := range p.ctxPut {
-		if err := tx.PutContext(ctx, id, p.tree.context[id], p.unique); err != nil {
+	for _, q := range p.ctxPut {
+		if err := tx.PutContext(ctx, q.ID, q.Context, uniqueKeys(p.unique, q.Context)); err != nil {
 			return err
 		}
 	}
@@ -757,6 +832,27 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 		}
 	}
 	return p.cmd.apply(ctx, tx)
+}
+
+// UniqueContextPrefix begins the context keys whose value may be held by
+// one executing process only, whatever Options.UniqueContextKeys says:
+// keys a format derives to identify its instances (a schema's routing
+// key "@schema:<name>").
+const UniqueContextPrefix = "@"
+
+// uniqueKeys adds to the configured unique keys those of c that begin
+// with UniqueContextPrefix.
+func uniqueKeys(configured []string, c map[string]string) []string {
+	out := configured
+	for k := range c {
+		if strings.HasPrefix(k, UniqueContextPrefix) {
+			if len(out) == len(configured) {
+				out = append([]string(nil), configured...)
+			}
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // rootOf returns the root of the tree a process belongs to: the process

@@ -32,8 +32,8 @@ type Wait struct {
 
 // The kinds of Wait.
 const (
-	WaitToken   = "token"
-	WaitNested  = "nested"
+	WaitToken    = "token"
+	WaitNested   = "nested"
 	WaitDelayed  = "delayed"
 	WaitIncident = "incident"
 	WaitJoin     = "join"

@@ -86,6 +86,9 @@ type Graph struct {
 	// Sarasvati graphs).
 	Props any
 
+	// Label is the definition's display name (a BPMN process's name), "" if none.
+	Label string
+
 	startNodes []*Node
 	byName     map[string]*Node // own nodes by name
 }

@@ -271,6 +271,7 @@ func (b *backtracker) recreate(t *NodeToken, x ExecutionType) *NodeToken {
 func (b *backtracker) newToken(t *NodeToken, x ExecutionType, parents []*ArcToken) *NodeToken {
 	e, p := b.e, t.Process
 	e.mutP(p)
+	e.created(p)
 	p.Seq++
 	nt := &NodeToken{
 		ID:        len(p.NodeTokens),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/veena-wf/veena/graph"
 )
@@ -379,5 +380,102 @@ func TestFailedCommandLeavesProcessAsItWas(t *testing.T) {
 	_, _, have := run(true)
 	if have != want {
 		t.Fatalf("after a failed command the next one ran differently:\n--- want\n%s--- have\n%s", want, have)
+	}
+}
+
+// TestRunawayCommandsFail: a cycle of nodes that never wait, a node whose
+// arcs all lead back to itself, a definition that nests itself — each
+// command fails with a stable code once it passes its budget, and changes
+// nothing.
+func TestRunawayCommandsFail(t *testing.T) {
+	selfNest := []N{{Name: "R", Type: "nested", Start: true, Custom: nestedCustom("self")}}
+	cases := []struct {
+		name  string
+		nodes []N
+		want  *Error
+	}{
+		{"self loop", []N{{Name: "A", Start: true, Arcs: []string{"A"}}}, ErrBudgetExceeded},
+		{"a-b-a", []N{{Name: "A", Start: true, Arcs: []string{"B"}}, {Name: "B", Arcs: []string{"A"}}}, ErrBudgetExceeded},
+		{"fan back", []N{{Name: "A", Start: true, Arcs: []string{"A", "A", "A", "A", "A", "A", "A", "A"}}}, ErrBudgetExceeded},
+		{"script loop", []N{{Name: "A", Type: "script", Start: true, Custom: jsCustom(`env.set("n", 1)`), Arcs: []string{"A"}}}, ErrBudgetExceeded},
+		{"nests itself", selfNest, ErrLimitExceeded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := testKernel()
+			k.Limits.CommandTokens = 5000
+			g := mkGraph(t, "self", c.nodes...)
+			k.Definitions = func(string) *graph.Graph { return g }
+			began := time.Now()
+			p, err := k.Engine(t0).Start(g, nil)
+			if !errors.Is(err, c.want) || p != nil {
+				t.Fatalf("start: %v (process %v), want %s", err, p != nil, c.want.Code)
+			}
+			if d := time.Since(began); d > 20*time.Second {
+				t.Fatalf("the runaway command took %s", d)
+			}
+			t.Log(err)
+		})
+	}
+	// The same on a command after the start: the process stays as it was.
+	k := testKernel()
+	k.Limits.CommandTokens = 1000
+	g := mkGraph(t, "later", N{Name: "W", Type: "wait", Start: true, Arcs: []string{"A"}}, N{Name: "A", Arcs: []string{"B"}}, N{Name: "B", Arcs: []string{"A"}})
+	p := start(t, k, g, nil)
+	before := fingerprint(p)
+	if err := k.Engine(t0).Complete(token(t, p, "W")); !errors.Is(err, ErrBudgetExceeded) {
+		t.Fatalf("complete: %v", err)
+	}
+	if fingerprint(p) != before {
+		t.Fatal("the failed command changed the process")
+	}
+}
+
+// TestSizeLimits: a token set larger than the limit is refused before
+// anything changes, and a process cannot grow past its token limit.
+func TestSizeLimits(t *testing.T) {
+	k := testKernel()
+	k.Limits.TokenSetMembers = 100
+	k.Limits.ProcessTokens = 50
+	g := mkGraph(t, "sets", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"B"}}, N{Name: "B", Type: "wait"})
+	p := start(t, k, g, nil)
+	before := fingerprint(p)
+	_, err := k.Engine(t0).CompleteWithNewTokenSet(token(t, p, "A"), "", "s", 1_000_000, nil, nil)
+	if !errors.Is(err, ErrLimitExceeded) || !strings.Contains(err.Error(), "1000000") || !strings.Contains(err.Error(), "TokenSetMembers") {
+		t.Fatalf("a huge token set: %v", err)
+	}
+	_, err = k.Engine(t0).CompleteWithNewTokenSet(token(t, p, "A"), "", "s", 60, nil, nil)
+	if !errors.Is(err, ErrLimitExceeded) || !strings.Contains(err.Error(), "ProcessTokens") {
+		t.Fatalf("a process past its size: %v", err)
+	}
+	if fingerprint(p) != before {
+		t.Fatal("a refused token set changed the process")
+	}
+	if _, err := k.Engine(t0).CompleteWithNewTokenSet(token(t, p, "A"), "", "s", 20, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInterruptStopsCommand: Interrupt (the caller's time budget) stops a
+// running command, a script included, and the command changes nothing.
+func TestInterruptStopsCommand(t *testing.T) {
+	k := testKernel()
+	k.ScriptTimeout = time.Minute
+	g := mkGraph(t, "slow", N{Name: "W", Type: "wait", Start: true, Arcs: []string{"S"}},
+		N{Name: "S", Type: "script", Custom: jsCustom(`for (;;) {}`)})
+	p := start(t, k, g, nil)
+	before := fingerprint(p)
+	e := k.Engine(t0)
+	time.AfterFunc(200*time.Millisecond, func() { e.Interrupt(nil) })
+	began := time.Now()
+	err := e.Complete(token(t, p, "W"))
+	if !errors.Is(err, ErrBudgetExceeded) {
+		t.Fatalf("interrupted command: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("the interrupt took %s to stop the script", d)
+	}
+	if fingerprint(p) != before {
+		t.Fatal("the interrupted command changed the process")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,15 +31,26 @@ type Kernel struct {
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
 	named       map[string]Listener
+	receivers   map[string]Receiver
+	settlers    []Settler
 	prepMu      sync.Mutex
+	limitsOnce  sync.Once
+	effective   Limits
 
 	// Definitions returns the latest version of a definition; nested nodes
 	// use it. Nil means nested processes cannot start.
 	Definitions func(name string) *graph.Graph
 	// NewID makes process ids; the default makes UUIDv7 strings.
 	NewID func() string
-	// ScriptTimeout bounds a script node's run (default 5 s).
+	// ScriptTimeout bounds a script node's run (default 5 s); the script
+	// is stopped when it is reached.
 	ScriptTimeout time.Duration
+	// ScriptMemory bounds what a script node's run may allocate, in bytes
+	// (default DefaultScriptMemory, 64 MiB).
+	ScriptMemory int64
+	// Limits bound the work of a command and the size of a process
+	// (zero fields: DefaultLimits).
+	Limits Limits
 	// ScriptOutput receives what scripts print (console.log,
 	// System.out.println), one line per call prefixed with the node; nil
 	// discards it.
@@ -218,7 +230,13 @@ type Engine struct {
 	depth int
 	j     journal // the undo journal of the running command
 
+	tokens int                     // node and arc tokens the running command created
+	stop   atomic.Pointer[error]   // set by Interrupt
+	script atomic.Pointer[running] // the script the command runs, if any
+
 	backtracking bool // undoing tokens: completions are not dead ends
+
+	values map[any]any // node types' scratch space for the command
 }
 
 // Engine returns an engine for commands at time now.
@@ -246,6 +264,7 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 		return nil
 	}
 	e.depth = 1
+	e.tokens = 0
 	e.j.begin()
 	var root *Process
 	if p != nil {
@@ -255,6 +274,13 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 	defer func() {
 		e.depth = 0
 		r := recover()
+		if r == nil {
+			if s := e.stop.Load(); s != nil {
+				// Interrupted after its last step: the command still fails.
+				e.j.rollback()
+				r = abort{*s}
+			}
+		}
 		if r != nil {
 			e.j.rollback()
 		}
@@ -270,6 +296,9 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 			err = a.err
 		}
 	}()
+	if s := e.stop.Load(); s != nil {
+		e.Fail(*s)
+	}
 	fn()
 	return nil
 }
@@ -327,13 +356,17 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 }
 
 func (e *Engine) startProcess(p *Process) {
-	e.mutP(p)
-	p.State = Executing
-	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	starts := p.Graph.StartNodes()
 	if len(starts) == 0 {
 		e.Fail(refuse(ErrNoStartNodes, "definition %s has no start nodes", p.Graph))
 	}
+	e.startProcessAt(p, starts)
+}
+
+func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
+	e.mutP(p)
+	p.State = Executing
+	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	was := p.inLoop
 	p.inLoop = true
 	for _, n := range starts {
@@ -351,6 +384,7 @@ func (e *Engine) startProcess(p *Process) {
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
 	e.mutP(p)
+	e.created(p)
 	p.Seq++
 	t := p.allocNodeToken()
 	*t = NodeToken{
@@ -432,6 +466,7 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
 	e.mutP(p)
 	e.mutN(parent)
+	e.created(p)
 	p.Seq++
 	a := p.allocArcToken()
 	*a = ArcToken{
@@ -587,7 +622,7 @@ func (e *Engine) Complete(t *NodeToken, names ...string) error {
 	}
 	return e.run(t.Process, func() {
 		e.checkCompletable(t)
-		e.complete(t, names, false)
+		e.completeVia(t, names, nil)
 	})
 }
 
@@ -671,8 +706,13 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 	e.mutP(p)
 	was := p.inLoop
 	p.inLoop = true
-	for p.State == Executing && p.queued() > 0 {
-		e.executeArc(p.dequeue())
+	for {
+		for p.State == Executing && p.queued() > 0 {
+			e.executeArc(p.dequeue())
+		}
+		if !e.settle(p) {
+			break
+		}
 	}
 	p.inLoop = was
 	e.checkCompletion(p)
@@ -930,7 +970,7 @@ func (e *Engine) finalizeComplete(p *Process) {
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
 	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
-		e.complete(t, defaultArcs, false)
+		e.completeVia(t, defaultArcs, nil)
 	}
 }
 
@@ -947,7 +987,9 @@ func (e *Engine) Cancel(p *Process) error {
 
 func (e *Engine) cancel(p *Process) {
 	for _, c := range p.Nested {
-		if c.ParentToken != nil && c.ParentToken.active && (c.State == Created || c.State == Executing) {
+		// A detached nested process (no parent token, see StartChild) is
+		// cancelled with its parent, as is one whose parent token waits.
+		if (c.ParentToken == nil || c.ParentToken.active) && (c.State == Created || c.State == Executing) {
 			e.cancel(c)
 		}
 	}
@@ -1030,6 +1072,7 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 		if setName == "" {
 			e.Fail(refuse(ErrInvalidArgument, "a token set needs a name"))
 		}
+		e.checkTokenSet(count)
 		p := t.Process
 		names := []string{arcName}
 		exits := t.Node.OutArcsNamed(arcName)

@@ -90,12 +90,13 @@ func (g *graphRuntime) observe(p *Process) {
 
 // nodeRuntime is a node's prepared behaviour.
 type nodeRuntime struct {
-	graph   *graphRuntime
-	typ     NodeType
-	guarder Guarder
-	program *rubric.Program
-	join    JoinStrategy
-	lang    *joinlang.Program
+	graph     *graphRuntime
+	typ       NodeType
+	guarder   Guarder
+	completer CompleteHandler
+	program   *rubric.Program
+	join      JoinStrategy
+	lang      *joinlang.Program
 }
 
 func (rt *nodeRuntime) guard(e *Engine, t *NodeToken) (GuardResult, error) {
@@ -167,6 +168,9 @@ func (k *Kernel) prepareNode(n *graph.Node) (*nodeRuntime, error) {
 	rt.typ = typ
 	if g, ok := typ.(Guarder); ok {
 		rt.guarder = g
+	}
+	if c, ok := typ.(CompleteHandler); ok {
+		rt.completer = c
 	}
 	if strings.TrimSpace(n.Guard) != "" {
 		prog, err := rubric.CompileGuard(n.Guard)
@@ -357,6 +361,7 @@ func (nn nestedNode) Execute(e *Engine, t *NodeToken) error {
 	if len(g.StartNodes()) == 0 {
 		return refuse(ErrNoStartNodes, "nested definition %s has no start nodes", g)
 	}
+	e.checkNesting(t.Process, g.Name)
 	child := e.newProcess(g, t.FullEnv().Copy(), t.Process, t)
 	e.startProcess(child)
 	return nil

@@ -130,6 +130,11 @@ type NodeToken struct {
 	DelayCount  int
 	// Work is the outside work the token holds open (see work.go).
 	Work WorkFlags
+	// Notes is what the token's node type keeps about it while it runs (a
+	// subscription's name and key, the token a boundary event is attached
+	// to, a loop counter): stored with the token, never inherited by other
+	// tokens and not part of any environment. Nil when there is none.
+	Notes map[string]string
 
 	active  bool
 	epoch   uint64       // the journal epoch that saved it last
@@ -210,6 +215,14 @@ type Process struct {
 	Listeners   []ListenerRef
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Context holds the pairs that route incoming events to this process
+	// (the engine indexes them while the process executes). Replace the
+	// map, or set Dirty, when changing it.
+	Context map[string]string
+	// Ext is a format's own state of the process, ExtData its stored
+	// encoding until the format decodes it (see Extension).
+	Ext     Extension
+	ExtData []byte
 
 	// Seq is the last creation sequence number handed out.
 	Seq int64
@@ -342,6 +355,29 @@ func (t *NodeToken) Active() bool { return t.active }
 
 // Active reports whether the arc token waits at its end node.
 func (a *ArcToken) Active() bool { return a.active }
+
+// Note returns one of the token's notes ("" when absent).
+func (t *NodeToken) Note(key string) string { return t.Notes[key] }
+
+// setNote sets one of the token's notes; "" removes it. The map is
+// replaced, never changed in place, so that a journal's copy of the token
+// keeps the notes it had.
+func (t *NodeToken) setNote(key, value string) {
+	notes := make(map[string]string, len(t.Notes)+1)
+	for k, v := range t.Notes {
+		notes[k] = v
+	}
+	if value == "" {
+		delete(notes, key)
+	} else {
+		notes[key] = value
+	}
+	if len(notes) == 0 {
+		notes = nil
+	}
+	t.Notes = notes
+	t.Process.Dirty = true
+}
 
 // FullEnv is the token's environment over its process's: reads prefer the
 // token, writes go to the token.

@@ -22,14 +22,15 @@ const (
 	KindFloat
 	KindBool
 	KindDate
+	KindJSON // a JSON array or object (collections, message payloads)
 )
 
-var kindNames = [...]string{"none", "string", "integer", "float", "boolean", "date"}
+var kindNames = [...]string{"none", "string", "integer", "float", "boolean", "date", "json"}
 
 func (k Kind) String() string { return kindNames[k] }
 
 // Value is a typed environment attribute value: a string, integer, float,
-// boolean or date. The zero Value is "none".
+// boolean, date, or a JSON array or object. The zero Value is "none".
 type Value struct {
 	kind Kind
 	s    string
@@ -55,6 +56,35 @@ func Bool(b bool) Value {
 
 // Date returns a date value (kept in UTC, to the nanosecond).
 func Date(t time.Time) Value { return Value{kind: KindDate, n: uint64(t.UnixNano())} }
+
+// JSON returns a value holding a JSON array or object, kept in canonical
+// form (compact, object keys sorted, as encoding/json writes it). Scalars
+// are refused: use the scalar kinds for them.
+func JSON(raw []byte) (Value, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '[' && raw[0] != '{') {
+		return Value{}, fmt.Errorf("a JSON attribute value is an array or an object, not %.20q", raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return Value{}, fmt.Errorf("JSON attribute value: %w", err)
+	}
+	if dec.More() {
+		return Value{}, fmt.Errorf("JSON attribute value: data after the value")
+	}
+	return jsonOf(x)
+}
+
+// jsonOf encodes an array or object as a JSON value in canonical form.
+func jsonOf(x any) (Value, error) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return Value{}, fmt.Errorf("JSON attribute value: %w", err)
+	}
+	return Value{kind: KindJSON, s: string(b)}, nil
+}
 
 // ValueOf converts a Go value (string, bool, any integer or float type,
 // time.Time, json.Number or Value) into a Value.
@@ -97,6 +127,10 @@ func ValueOf(x any) (Value, error) {
 		return Date(v), nil
 	case json.Number:
 		return numberValue(string(v))
+	case []any, map[string]any:
+		return jsonOf(v)
+	case json.RawMessage:
+		return JSON(v)
 	}
 	return Value{}, fmt.Errorf("unsupported attribute value type %T", x)
 }
@@ -129,6 +163,15 @@ func (v Value) FloatValue() float64 {
 	return 0
 }
 
+// JSONValue returns the JSON text of an array or object value, or nil for
+// other kinds.
+func (v Value) JSONValue() []byte {
+	if v.kind != KindJSON {
+		return nil
+	}
+	return []byte(v.s)
+}
+
 // BoolValue returns the boolean, or false for other kinds.
 func (v Value) BoolValue() bool { return v.kind == KindBool && v.n == 1 }
 
@@ -146,7 +189,8 @@ func (v Value) DateValue() (time.Time, bool) {
 }
 
 // Any returns the value as a plain Go value (string, int64, float64, bool,
-// time.Time) or nil.
+// time.Time; a JSON value as []any or map[string]any holding json.Number
+// for numbers) or nil.
 func (v Value) Any() any {
 	switch v.kind {
 	case KindString:
@@ -160,6 +204,14 @@ func (v Value) Any() any {
 	case KindDate:
 		t, _ := v.DateValue()
 		return t
+	case KindJSON:
+		dec := json.NewDecoder(bytes.NewReader([]byte(v.s)))
+		dec.UseNumber()
+		var x any
+		if dec.Decode(&x) != nil {
+			return nil
+		}
+		return x
 	}
 	return nil
 }
@@ -178,6 +230,8 @@ func (v Value) String() string {
 	case KindDate:
 		t, _ := v.DateValue()
 		return t.Format(time.RFC3339Nano)
+	case KindJSON:
+		return v.s
 	}
 	return ""
 }
@@ -205,12 +259,15 @@ func (v Value) MarshalJSON() ([]byte, error) {
 		return strconv.AppendBool(nil, v.BoolValue()), nil
 	case KindDate:
 		return []byte(`{"date":"` + v.String() + `"}`), nil
+	case KindJSON:
+		return []byte(v.s), nil
 	}
 	return []byte("null"), nil
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; a number with no fraction or
-// exponent is an integer.
+// exponent is an integer. An object holding only "date" with an RFC 3339
+// time is a date; any other array or object is a JSON value.
 func (v *Value) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
@@ -235,13 +292,29 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 		*v = Bool(x)
 		return nil
 	case '{':
-		var d struct {
-			Date *time.Time `json:"date"`
+		var d map[string]json.RawMessage
+		if err := json.Unmarshal(b, &d); err != nil {
+			return fmt.Errorf("attribute value: %w", err)
 		}
-		if err := json.Unmarshal(b, &d); err != nil || d.Date == nil {
-			return fmt.Errorf("attribute value %s: objects are not attribute values", b)
+		if raw, ok := d["date"]; ok && len(d) == 1 {
+			var t time.Time
+			if err := json.Unmarshal(raw, &t); err == nil {
+				*v = Date(t)
+				return nil
+			}
 		}
-		*v = Date(*d.Date)
+		x, err := JSON(b)
+		if err != nil {
+			return err
+		}
+		*v = x
+		return nil
+	case '[':
+		x, err := JSON(b)
+		if err != nil {
+			return err
+		}
+		*v = x
 		return nil
 	}
 	x, err := numberValue(string(b))

@@ -38,10 +38,45 @@ func TestValueJSONKeepsType(t *testing.T) {
 			t.Errorf("%s read back as %v (%s), want %v (%s)", b, back, back.Kind(), c.v, c.kind)
 		}
 	}
-	var v Value
-	if err := json.Unmarshal([]byte(`{"x":1}`), &v); err == nil {
-		t.Error("an object that is not a date must not be a value")
+	// Arrays and objects are JSON values, kept in canonical form (API.md,
+	// second part: attribute values are widened for BPMN and schemas).
+	for in, want := range map[string]string{
+		`{"x":1, "a":[1,2.5,"<&>"]}`:            `{"a":[1,2.5,"\u003c\u0026\u003e"],"x":1}`,
+		` [ ]`:                                  `[]`,
+		`{"date":"not a time"}`:                 `{"date":"not a time"}`,
+		`{"date":"2026-01-02T03:04:05Z","x":1}`: `{"date":"2026-01-02T03:04:05Z","x":1}`,
+	} {
+		var v Value
+		if err := json.Unmarshal([]byte(in), &v); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if v.Kind() != KindJSON || v.String() != want {
+			t.Errorf("%s read as %s %s, want json %s", in, v.Kind(), v, want)
+		}
+		b, _ := json.Marshal(v)
+		if string(b) != want {
+			t.Errorf("%s writes %s, want %s", in, b, want)
+		}
 	}
+	var v Value
+	if err := json.Unmarshal([]byte(`{"x":}`), &v); err == nil {
+		t.Error("malformed JSON must not be a value")
+	}
+	if _, err := JSON([]byte(`12`)); err == nil {
+		t.Error("a scalar is not a JSON value")
+	}
+	if x, ok := mustJSON(t, `{"n":[1,2]}`).Any().(map[string]any); !ok || len(x["n"].([]any)) != 2 {
+		t.Errorf("Any of a JSON object: %#v", x)
+	}
+}
+
+func mustJSON(t *testing.T, s string) Value {
+	t.Helper()
+	v, err := JSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestValueOfAndDates(t *testing.T) {

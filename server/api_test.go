@@ -347,14 +347,13 @@ func testBadRequests(t *testing.T, e *env) {
 		{"/api/v1/processes", `{}`, "", "invalid_argument", 400},
 		{"/api/v1/processes", ``, "application/json", "invalid_argument", 400},
 		{"/api/v1/processes", `{"definition": "ab", "version": -1}`, "", "invalid_argument", 400},
-		{"/api/v1/processes", `{"definition": "ab", "env": {"x": [1]}}`, "", "invalid_argument", 400},
-		{"/api/v1/processes", `{"definition": "ab", "env": {"x": {"y": 1}}}`, "", "invalid_argument", 400},
+		{"/api/v1/processes", `{"definition": "ab", "env": {"x": [1,}}`, "", "invalid_json", 400},
 		{"/api/v1/processes", `{"definition": "ab"}`, "text/plain", "unsupported_media_type", 415},
 		{"/api/v1/processes", `{"definition": "ab"}`, "application/x-www-form-urlencoded", "unsupported_media_type", 415},
 		{"/api/v1/node-tokens/" + tok + "/complete", `{"arcs": "x"}`, "", "invalid_argument", 400},
 		{"/api/v1/node-tokens/" + tok + "/complete", `{"tokenSet": {"name": "", "count": 2}}`, "", "invalid_argument", 400},
 		{"/api/v1/node-tokens/" + tok + "/complete", `{"tokenSet": {"name": "s", "count": 0}}`, "", "invalid_argument", 400},
-		{"/api/v1/node-tokens/" + tok + "/complete", `{"tokenSet": {"name": "s", "count": 2, "memberEnv": {"a": [[1]]}}}`, "", "invalid_argument", 400},
+		{"/api/v1/node-tokens/" + tok + "/complete", `{"tokenSet": {"name": "s", "count": 2, "memberEnv": {"a": 5}}}`, "", "invalid_argument", 400},
 		{"/api/v1/node-tokens/" + tok + "/complete", `nonsense`, "", "invalid_json", 400},
 		{"/api/v1/processes/" + p.ID + "/cancel", `{"force": true}`, "", "invalid_argument", 400},
 		{"/api/v1/node-tokens/" + tok + "/backtrack", `{`, "", "invalid_json", 400},
@@ -542,7 +541,7 @@ func testEnvironments(t *testing.T, e *env) {
 		t.Fatalf("token env %s", r.body)
 	}
 	for _, path := range []string{"/api/v1/processes/" + p.ID + "/env", "/api/v1/node-tokens/" + tok + "/env"} {
-		e.want(e.do(req{method: "PATCH", path: path, body: `{"x": [1]}`}), http.StatusBadRequest, "invalid_argument")
+		e.want(e.do(req{method: "PATCH", path: path, body: `{"x": [1}`}), http.StatusBadRequest, "invalid_json")
 		e.want(e.do(req{method: "PATCH", path: path, body: `{"x"`}), http.StatusBadRequest, "invalid_json")
 		e.want(e.do(req{method: "PATCH", path: path, body: `{"x": 1}`, ctype: "text/plain"}), http.StatusUnsupportedMediaType, "unsupported_media_type")
 	}
@@ -858,8 +857,6 @@ func testIncomingEvents(t *testing.T, e *env) {
 		{`{"match": {"": "o-1"}}`, "", "invalid_argument", "match", 400},
 		{`{"match": {"order": "o-1"}, "node": 5}`, "", "invalid_argument", "node", 400},
 		{`{"match": {"order": "o-1"}, "nod": "A"}`, "", "invalid_argument", "nod", 400},
-		{`{"match": {"order": "o-1"}, "env": {"x": [1]}}`, "", "invalid_argument", "env attribute \"x\"", 400},
-		{`{"match": {"order": "o-1"}, "env": {"x": {"y": 1}}}`, "", "invalid_argument", "env attribute \"x\"", 400},
 		{`{"match": {"order": "o-1"}, "env": []}`, "", "invalid_argument", "env", 400},
 		{`[{"match": {"order": "o-1"}}]`, "", "invalid_argument", "body", 400},
 		{`{"match": {"order": "o-1"}`, "", "invalid_json", "", 400},

@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/internal/testutil"
+	"github.com/veena-wf/veena/kernel"
 )
 
 // TestBigIntegersRefused: an integer attribute beyond 64 bits is refused
@@ -116,4 +120,87 @@ func TestCompleteNestedTokenConflict(t *testing.T) {
 	}
 	e.want(e.complete(e.active(child, "C"), `{}`), http.StatusOK, "")
 	e.active(p.ID, "Q")
+}
+
+const (
+	defSelfLoop = `<process-definition name="loop" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" isStart="true"><arc to="B"/></node>
+  <node name="B"><arc to="A"/></node>
+</process-definition>`
+	defBombScript = `<process-definition name="bomb" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="W" type="wait" isStart="true"><arc to="S"/></node>
+  <node name="S" type="script"><custom><execute type="js">var a = []; for (;;) a.push([1, 2, 3, 4, 5, 6, 7, 8]);</execute></custom></node>
+</process-definition>`
+	defSlowScript = `<process-definition name="slow" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="W" type="wait" isStart="true"><arc to="S"/></node>
+  <node name="S" type="script"><custom><execute type="js">for (;;) {}</execute></custom></node>
+</process-definition>`
+)
+
+// TestRunawayInputsAnswered: a definition that loops without waiting, a
+// request for a million-member token set, scripts that allocate or loop
+// without end — each fails with a stable code, changes nothing, and the
+// server answers the next request at once, with its memory bounded.
+func TestRunawayInputsAnswered(t *testing.T) {
+	e := newEnv(t, backends(t)[1], envOptions{engine: func(o *veena.Options) {
+		o.Kernel = kernel.New()
+		o.Kernel.ScriptTimeout = time.Second
+		o.Kernel.ScriptMemory = 32 << 20
+		o.Limits.CommandTime = 3 * time.Second
+	}})
+	e.load(testutil.DefAB)
+	e.load(defSelfLoop)
+	e.load(defBombScript)
+	e.load(defSlowScript)
+	p := e.start("ab", "")
+	a := e.active(p.ID, "A")
+	slow := e.start("slow", "")
+	bomb := e.start("bomb", "")
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, c := range []struct {
+		name      string
+		do        func() *response
+		code      string
+		within    time.Duration
+		unchanged string // a process that must be as it was
+	}{
+		{"cycle without a wait state", func() *response { return e.post("/api/v1/processes", `{"definition":"loop"}`) }, "budget_exceeded", 20 * time.Second, ""},
+		{"a million-member token set", func() *response {
+			return e.complete(a, `{"tokenSet":{"name":"s","count":1000000}}`)
+		}, "limit_exceeded", 5 * time.Second, p.ID},
+		{"a script that allocates without end", func() *response { return e.complete(e.active(bomb.ID, "W"), `{}`) }, "execution_failed", 10 * time.Second, bomb.ID},
+		{"a script that never ends", func() *response { return e.complete(e.active(slow.ID, "W"), `{}`) }, "execution_failed", 3 * time.Second, slow.ID},
+	} {
+		var history string
+		if c.unchanged != "" {
+			history = string(e.get("/api/v1/processes/" + c.unchanged + "/tokens").body)
+		}
+		began := time.Now()
+		r := c.do()
+		took := time.Since(began)
+		e.want(r, http.StatusUnprocessableEntity, c.code)
+		if took > c.within {
+			t.Fatalf("%s: answered after %s", c.name, took)
+		}
+		if c.unchanged != "" && string(e.get("/api/v1/processes/"+c.unchanged+"/tokens").body) != history {
+			t.Fatalf("%s: the process changed", c.name)
+		}
+		// The next request is answered at once.
+		began = time.Now()
+		e.want(e.get("/healthz"), http.StatusOK, "")
+		q := e.start("ab", "")
+		e.want(e.complete(e.active(q.ID, "A"), `{}`), http.StatusOK, "")
+		if d := time.Since(began); d > 2*time.Second {
+			t.Fatalf("after %s the next requests took %s", c.name, d)
+		}
+		t.Logf("%s: %s after %s", c.name, r.problem(t).Detail, took.Round(time.Millisecond))
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+		t.Fatalf("the Go heap grew by %d MiB and stayed", grew>>20)
+	}
 }

@@ -132,13 +132,18 @@ type envOptions struct {
 	static   []string // ROLE=SECRET
 	loopback *bool
 	maxBody  int64
+	engine   func(*veena.Options) // changes the engine's options
 }
 
 func newEnv(t testing.TB, b backend, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	st := b.open(t)
-	eng, err := veena.Open(ctx, veena.Options{Store: st, UniqueContextKeys: []string{"order"}})
+	opts := veena.Options{Store: st, UniqueContextKeys: []string{"order"}}
+	if o.engine != nil {
+		o.engine(&opts)
+	}
+	eng, err := veena.Open(ctx, opts)
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}

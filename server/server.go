@@ -71,6 +71,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Registry receives the server's metrics; nil makes a private registry.
 	Registry *prometheus.Registry
+	// Schemas runs schema instances (named events, almanacs, node
+	// instances); nil answers those requests with not_configured.
+	Schemas Schemas
 }
 
 // Server is the HTTP handler of the API.
@@ -138,6 +141,10 @@ func New(cfg Config) *Server {
 	s.handle("PATCH", "/api/v1/node-tokens/{id}/env", auth.RoleOperator, s.patchTokenEnv)
 
 	s.handle("POST", "/api/v1/events", auth.RoleOperator, s.sendEvent)
+
+	s.handle("GET", "/api/v1/processes/{id}/almanac", auth.RoleViewer, s.getAlmanac)
+	s.handle("PATCH", "/api/v1/processes/{id}/almanac", auth.RoleOperator, s.patchAlmanac)
+	s.handle("GET", "/api/v1/processes/{id}/nodes", auth.RoleViewer, s.getNodes)
 
 	s.handle("GET", "/api/v1/whoami", auth.RoleViewer, s.whoami)
 	s.handle("GET", "/api/v1/openapi.json", auth.RoleNone, s.openapi)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veena-wf/veena/schema"
 	"io"
 	"log/slog"
 	"math"
@@ -20,6 +21,7 @@ import (
 	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/console"
 	"github.com/veena-wf/veena/internal/auth"
+	"github.com/veena-wf/veena/kernel"
 	"github.com/veena-wf/veena/server"
 	"github.com/veena-wf/veena/store"
 )
@@ -52,6 +54,11 @@ type serveOptions struct {
 	// uniqueContext are the context keys whose value one executing
 	// process at a time may hold.
 	uniqueContext []string
+	// limits bound a command's work and a process's size; scriptTimeout
+	// and scriptMemory a script node's run.
+	limits        kernel.Limits
+	scriptTimeout time.Duration
+	scriptMemory  int64
 }
 
 func newServeCmd() *cobra.Command {
@@ -101,6 +108,14 @@ SIGTERM or SIGINT stop accepting connections, let requests in flight finish
 	f.StringVar(&o.tune.synchronous, "sync", "", "SQLite's synchronous level: full (default; every commit reaches the disk) or normal (WAL: a power loss may lose the last commits)")
 	f.StringVar(&o.idempotencyTTL, "idempotency-ttl", "7d", "how long a command's result is kept for retries with its idempotency key (a duration such as 72h or 30d, or \"forever\"); a retry after that runs the command again")
 	f.StringArrayVar(&o.uniqueContext, "unique-context", nil, "a context key whose value one executing process at a time may hold: starting a second is a conflict (it binds processes started while it is set), repeatable (env VEENA_UNIQUE_CONTEXT, comma-separated)")
+	d := kernel.DefaultLimits
+	f.IntVar(&o.limits.CommandTokens, "max-command-tokens", d.CommandTokens, "node and arc tokens one command may create before it fails with budget_exceeded (a cycle of nodes that never wait); -1: no limit")
+	f.DurationVar(&o.limits.CommandTime, "command-timeout", d.CommandTime, "how long one command may run before it fails with budget_exceeded; -1s: no limit")
+	f.IntVar(&o.limits.ProcessTokens, "max-process-tokens", d.ProcessTokens, "node and arc tokens one process may hold (limit_exceeded); -1: no limit")
+	f.IntVar(&o.limits.TokenSetMembers, "max-token-set", d.TokenSetMembers, "members one token set may have (limit_exceeded); -1: no limit")
+	f.IntVar(&o.limits.NestingDepth, "max-nesting", d.NestingDepth, "how deep nested processes may nest (limit_exceeded); -1: no limit")
+	f.DurationVar(&o.scriptTimeout, "script-timeout", 5*time.Second, "how long a script node may run; it is stopped then and its command fails")
+	f.Int64Var(&o.scriptMemory, "script-memory", kernel.DefaultScriptMemory, "bytes a script node may allocate; beyond that it is stopped and its command fails")
 	f.BoolVar(&o.noMigrate, "no-migrate", false, "refuse to start on a database whose schema is behind instead of migrating it (see veena migrate; env VEENA_NO_MIGRATE)")
 	return cmd
 }
@@ -227,7 +242,14 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if err != nil {
 		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
 	}
-	eng, err := veena.Open(ctx, veena.Options{Store: st, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl, NoMigrate: o.noMigrate, UniqueContextKeys: o.uniqueContext})
+	// Schemas run on the same kernel; their registered actions would be
+	// added here by a program embedding Veena (the CLI server has none, so
+	// schemas served by it use built-in actions and jobs).
+	k := kernel.New()
+	k.ScriptTimeout, k.ScriptMemory = o.scriptTimeout, o.scriptMemory
+	schemas := schema.New()
+	schemas.Register(k)
+	eng, err := veena.Open(ctx, veena.Options{Store: st, Kernel: k, Limits: o.limits, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl, NoMigrate: o.noMigrate, UniqueContextKeys: o.uniqueContext})
 	if err != nil {
 		if sv, ok := st.(store.SchemaVersioner); ok && o.noMigrate && errors.Is(err, store.ErrSchema) {
 			if cur, latest, verr := sv.SchemaVersion(ctx); verr == nil && cur < latest {
@@ -252,8 +274,10 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 		ln.Close()
 		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens", ln.Addr())
 	}
+	schemas.Attach(eng)
 	srv := server.New(server.Config{
 		Engine:   eng,
+		Schemas:  schemas,
 		Auth:     authn,
 		Loopback: loopback,
 		Console:  console.Handler(),

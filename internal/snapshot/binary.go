@@ -45,6 +45,7 @@ const (
 	nodeDelayUntil
 	nodeDelayCount
 	nodeWork
+	nodeNotes
 )
 
 // Which optional fields of an arc token follow.
@@ -133,7 +134,7 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 			flag(len(t.Children) > 0, nodeChildren) | flag(t.GuardAction != 0, nodeGuard) |
 			flag(t.ExecType != 0, nodeExec) | flag(t.Complete, nodeComplete) | flag(created != 0, nodeCreated) |
 			flag(completed != 0, nodeCompleted) | flag(env != 0, nodeEnv) | flag(len(t.Sets) > 0, nodeSets) |
-			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount) | flag(t.Work != 0, nodeWork)
+			flag(du != 0, nodeDelayUntil) | flag(t.DelayCount != 0, nodeDelayCount) | flag(t.Work != 0, nodeWork) | flag(len(t.Notes) > 0, nodeNotes)
 		b = appendUvarint(b, f)
 		b = appendVarint(b, int64(t.Node.Index))
 		b = appendVarint(b, t.Seq)
@@ -172,6 +173,13 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 		}
 		if f&nodeWork != 0 {
 			b = appendUvarint(b, uint64(t.Work))
+		}
+		if f&nodeNotes != 0 {
+			notes, err := json.Marshal(t.Notes)
+			if err != nil {
+				return nil, fmt.Errorf("node token %d: notes: %w", i, err)
+			}
+			b = appendBytes(b, notes)
 		}
 	}
 	b = appendUvarint(b, uint64(len(p.ArcTokens)))
@@ -221,6 +229,15 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 	for _, l := range p.Listeners {
 		b = appendName(b, l.Name)
 		b = appendUvarint(b, uint64(l.Mask))
+	}
+	// The format's own state, if any, ends the snapshot (older snapshots
+	// end after the listeners).
+	ext, err := p.EncodedExt()
+	if err != nil {
+		return nil, err
+	}
+	if len(ext) > 0 {
+		b = appendBytes(b, ext)
 	}
 	return b, nil
 }
@@ -363,6 +380,13 @@ func decodeBinary(b []byte) (snapshot, error) {
 			if f&nodeWork != 0 {
 				x.Work = uint8(r.Uvarint())
 			}
+			if f&nodeNotes != 0 {
+				if j := r.Bytes(); r.Err == nil {
+					if err := json.Unmarshal(j, &x.Notes); err != nil {
+						r.Err = fmt.Errorf("%w: notes: %w", errBinary, err)
+					}
+				}
+			}
 		}
 	}
 	if n := r.Count(); n > 0 {
@@ -404,6 +428,12 @@ func decodeBinary(b []byte) (snapshot, error) {
 		s.Listeners = make([]listener, n)
 		for i := range s.Listeners {
 			s.Listeners[i] = listener{Name: r.String(), Mask: r.Uvarint()}
+		}
+	}
+	if r.Err == nil && len(r.B) > 0 {
+		// An extension is never written empty.
+		if s.Ext = append([]byte(nil), r.Bytes()...); r.Err == nil && len(s.Ext) == 0 {
+			r.Err = fmt.Errorf("%w: an empty extension", errBinary)
 		}
 	}
 	if r.Err == nil && len(r.B) > 0 {

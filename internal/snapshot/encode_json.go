@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 
@@ -76,6 +77,14 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			b = appendNonZero(b, `,"du":`, unixNano(t.DelayUntil))
 			b = appendNonZero(b, `,"dc":`, int64(t.DelayCount))
 			b = appendNonZero(b, `,"w":`, int64(t.Work))
+			if len(t.Notes) > 0 {
+				notes, err := json.Marshal(t.Notes)
+				if err != nil {
+					return nil, err
+				}
+				b = append(b, `,"o":`...)
+				b = append(b, notes...)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -157,6 +166,15 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	ext, err := p.EncodedExt()
+	if err != nil {
+		return nil, err
+	}
+	if len(ext) > 0 {
+		b = append(b, `,"x":"`...)
+		b = base64.StdEncoding.AppendEncode(b, ext)
+		b = append(b, '"')
 	}
 	return append(b, '}'), nil
 }

@@ -83,6 +83,12 @@ func randomProcess(r *rand.Rand) *kernel.Process {
 		case 2, 3:
 			t.Env = shared[r.IntN(2)]
 		}
+		if r.IntN(3) == 0 {
+			t.Notes = map[string]string{}
+			for range 1 + r.IntN(3) {
+				t.Notes[[]string{"k", "<a&b>", "ü", ""}[r.IntN(4)]] = []string{"v", "\"x\"", "12", "\u2028"}[r.IntN(4)]
+			}
+		}
 		p.NodeTokens = append(p.NodeTokens, t)
 	}
 	for i := range r.IntN(10) {

@@ -27,24 +27,26 @@ type snapshot struct {
 	Arcs      []arc             `json:"a,omitempty"`
 	Sets      []tokenSet        `json:"s,omitempty"`
 	Listeners []listener        `json:"l,omitempty"`
+	Ext       []byte            `json:"x,omitempty"` // the format's own state (kernel.Extension)
 }
 
 type node struct {
-	Node        int      `json:"n"`
-	Seq         int64    `json:"q"`
-	CompleteSeq int64    `json:"cq,omitempty"` // orders backtracking's traversal
-	Parents     []int    `json:"p,omitempty"`
-	Children    []int    `json:"c,omitempty"`
-	Guard       uint8    `json:"g,omitempty"`
-	Exec        uint8    `json:"x,omitempty"`
-	Complete    bool     `json:"d,omitempty"`
-	Created     int64    `json:"t,omitempty"` // nanoseconds after the process was created
-	Completed   int64    `json:"f,omitempty"` // the same, plus one; 0: not completed
-	Env         int      `json:"e,omitempty"` // 1-based index into Envs; 0: none
-	Sets        [][2]int `json:"s,omitempty"` // (set id, member)
-	DelayUntil  int64    `json:"du,omitempty"`
-	DelayCount  int      `json:"dc,omitempty"`
-	Work        uint8    `json:"w,omitempty"` // kernel.WorkFlags
+	Node        int               `json:"n"`
+	Seq         int64             `json:"q"`
+	CompleteSeq int64             `json:"cq,omitempty"` // orders backtracking's traversal
+	Parents     []int             `json:"p,omitempty"`
+	Children    []int             `json:"c,omitempty"`
+	Guard       uint8             `json:"g,omitempty"`
+	Exec        uint8             `json:"x,omitempty"`
+	Complete    bool              `json:"d,omitempty"`
+	Created     int64             `json:"t,omitempty"` // nanoseconds after the process was created
+	Completed   int64             `json:"f,omitempty"` // the same, plus one; 0: not completed
+	Env         int               `json:"e,omitempty"` // 1-based index into Envs; 0: none
+	Sets        [][2]int          `json:"s,omitempty"` // (set id, member)
+	DelayUntil  int64             `json:"du,omitempty"`
+	DelayCount  int               `json:"dc,omitempty"`
+	Work        uint8             `json:"w,omitempty"` // kernel.WorkFlags
+	Notes       map[string]string `json:"o,omitempty"`
 }
 
 type arc struct {
@@ -162,7 +164,8 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 			Guard: uint8(t.GuardAction), Exec: uint8(t.ExecType), Complete: t.Complete,
 			Created: offset(base, t.CreatedAt), Completed: optOffset(base, t.CompletedAt),
 			Sets: memberships(t.Sets), DelayUntil: unixNano(t.DelayUntil), DelayCount: t.DelayCount,
-			Work: uint8(t.Work),
+			Work:  uint8(t.Work),
+			Notes: t.Notes,
 		}
 		for _, a := range t.Parents {
 			n.Parents = append(n.Parents, a.ID)
@@ -212,6 +215,11 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 	for _, l := range p.Listeners {
 		s.Listeners = append(s.Listeners, listener{Name: l.Name, Mask: uint64(l.Mask)})
 	}
+	ext, err := p.EncodedExt()
+	if err != nil {
+		return nil, err
+	}
+	s.Ext = ext
 	return json.Marshal(&s)
 }
 
@@ -235,8 +243,9 @@ func DecodeEnv(b []byte) (map[string]kernel.Value, error) {
 	return m, nil
 }
 
-// Record builds the store row of a process: its columns and snapshot.
-func Record(p *kernel.Process, c map[string]string) (*store.Process, error) {
+// Record builds the store row of a process: its columns (its context
+// among them) and snapshot.
+func Record(p *kernel.Process) (*store.Process, error) {
 	snap, err := Encode(p)
 	if err != nil {
 		return nil, fmt.Errorf("encode process %s: %w", p.ID, err)
@@ -248,7 +257,7 @@ func Record(p *kernel.Process, c map[string]string) (*store.Process, error) {
 	r := &store.Process{
 		ID: p.ID, Root: p.Root().ID, ParentToken: -1,
 		Definition: p.Graph.Name, Version: p.Graph.Version, State: p.State.String(),
-		Context: c, Env: env, Snapshot: snap, EventSeq: p.EventSeq,
+		Context: p.Context, Env: env, Snapshot: snap, EventSeq: p.EventSeq,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 	if p.Parent != nil {
@@ -394,6 +403,9 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 			Complete: x.Complete, CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
 			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount, Work: kernel.WorkFlags(x.Work),
 		}
+		if len(x.Notes) > 0 {
+			t.Notes = x.Notes
+		}
 		if x.Env > 0 {
 			if x.Env > len(envs) {
 				return fail("node token %d: environment %d out of range", i, x.Env)
@@ -447,6 +459,10 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 	}
 	for _, l := range s.Listeners {
 		p.Listeners = append(p.Listeners, kernel.ListenerRef{Name: l.Name, Mask: kernel.MaskFromStored(l.Mask)})
+	}
+	p.ExtData = s.Ext
+	if len(r.Context) > 0 {
+		p.Context = r.Context
 	}
 	return p, nil
 }
