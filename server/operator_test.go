@@ -165,15 +165,16 @@ func testFailingTimer(t *testing.T, e *env) {
 	e.want(e.do(req{method: "PATCH", path: "/api/v1/processes/" + p.ID + "/env", body: `{"ready": "soon"}`}), http.StatusOK, "")
 	var got veena.Process
 	deadline := time.Now().Add(15 * time.Second)
+	// The failure is kept on the timer, then its incident opens.
 	for {
 		got = e.process(p.ID)
-		if len(got.TimerFailures) > 0 || time.Now().After(deadline) {
+		if len(got.TimerFailures) > 0 && got.TimerFailures[0].Incident != "" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if len(got.TimerFailures) != 1 {
-		t.Fatalf("no timer failure on the process after 15 s: %+v", got)
+		t.Fatalf("no timer failure with its incident on the process after 15 s: %+v", got)
 	}
 	f := got.TimerFailures[0]
 	if f.Node != "W" || f.Incident == "" || !strings.Contains(f.Message, "ready") || f.Token != e.active(p.ID, "W") {
