@@ -155,6 +155,7 @@ func (e *Engine) addGraph(ctx context.Context, g *graph.Graph) (*graph.Graph, bo
 				return nil, false, err
 			}
 		}
+		e.analyze(g)
 		if _, _, err := e.repo.Add(g); err != nil {
 			return nil, false, err
 		}
@@ -183,12 +184,19 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 			e.log.Warn("veena: stored definition compiles to a different hash", "definition", d.Name, "version", d.Version)
 		}
 		g.Version, g.CreatedAt = d.Version, d.CreatedAt
+		e.analyze(g)
 		if _, _, err := e.repo.Add(g); err != nil {
 			return fmt.Errorf("stored definition %s version %d: %w", d.Name, d.Version, err)
 		}
 		e.defSeq = d.Seq
 	}
 	return nil
+}
+
+// analyze adds to a graph's warnings what the engine finds in it: cycles a
+// token can go round without reaching a wait state.
+func (e *Engine) analyze(g *graph.Graph) {
+	g.Warnings = append(g.Warnings, e.k.RunawayWarnings(g)...)
 }
 
 // LoadDefinition loads one definition file. format "" sniffs it from the
