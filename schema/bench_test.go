@@ -28,8 +28,9 @@ import (
 //	go test ./schema -run '^$' -bench . -benchtime 20000x
 //
 // BenchmarkRouteEvent routes chat events by context to instances parked
-// at an event node: with 1,000 parked, and with VEENA_SCHEMA_PARKED (e.g.
-// 1000000) parked as well when it is set. Each event is one routed,
+// at an event node: conversations among 1,000 users with 1,000 parked, and
+// with VEENA_SCHEMA_PARKED (e.g. 1000000) parked when it is set; then, with
+// that many, events spread over all of them. Each event is one routed,
 // committed step (a built-in action and back to the event node). It
 // reports events/s and the p50 and p99 of one event's latency.
 //
@@ -216,9 +217,11 @@ func (be *benchEngine) park(b *testing.B, n int) {
 	}
 }
 
-// route sends b.N events from 16 clients to random parked users and
-// reports events/s and latency percentiles.
-func (be *benchEngine) route(b *testing.B, parked int) {
+// route sends b.N events from 16 clients to users picked at random among
+// the first `among` parked ones, and reports events/s and latency
+// percentiles.
+func (be *benchEngine) route(b *testing.B, among int) {
+	parked := among
 	ctx := context.Background()
 	const clients = 16
 	lat := make([][]time.Duration, clients)
@@ -266,10 +269,20 @@ func BenchmarkRouteEvent(b *testing.B) {
 		counts = append(counts, v)
 	}
 	for _, n := range counts {
+		// Conversations going on among 1,000 users while n instances are
+		// parked: what routing by context costs at that scale.
 		b.Run(fmt.Sprintf("parked=%d", n), func(b *testing.B) {
 			be := benchParked(b, n)
-			be.route(b, n)
+			be.route(b, 1000)
 		})
+		if n > 1000 {
+			// Every event for another of the n users: each touches an
+			// instance no recent command did (its rows are cold).
+			b.Run(fmt.Sprintf("parked=%d/spread", n), func(b *testing.B) {
+				be := benchParked(b, n)
+				be.route(b, n)
+			})
+		}
 	}
 }
 

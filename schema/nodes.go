@@ -197,6 +197,28 @@ func (nt *nodeType) succeeded(e *kernel.Engine, p *kernel.Process, a *schemaform
 		}
 	}
 	p.Dirty = true
+	if t := tokenOf(p, ai); t != nil {
+		if _, err := e.FireWorkEvent(t, kernel.ActionCompleted); err != nil {
+			e.Fail(err)
+		}
+	}
+}
+
+// tokenOf finds the node token whose visit holds the action instance.
+func tokenOf(p *kernel.Process, ai *actionInst) *kernel.NodeToken {
+	st, err := stateOf(p)
+	if err != nil {
+		return nil
+	}
+	for i := len(st.Nodes) - 1; i >= 0; i-- {
+		n := st.Nodes[i]
+		for _, x := range n.Actions {
+			if x == ai && n.Token < len(p.NodeTokens) {
+				return p.NodeTokens[n.Token]
+			}
+		}
+	}
+	return nil
 }
 
 // failed records a failed attempt: retried while the action's retries

@@ -58,8 +58,47 @@ export function joinWords(node) {
   return node.joinParam ? `${w} (${node.joinParam})` : w;
 }
 
+// The kinds of schema nodes (the fourth format), with the sign each is
+// drawn with.
+const SCHEMA_KINDS = { root: '▶', execution: '⚙', event: '✉', timer: '⏱', terminator: '■' };
+
+export function isSchemaNode(node) {
+  return !!node && !!node.detail && Object.hasOwn(SCHEMA_KINDS, node.kind || '') && String(node.type || '').startsWith('schema.');
+}
+
+// One line per action of a schema node, in order.
+export function schemaActionLines(node) {
+  return ((node.detail && node.detail.actions) || []).map((a, i) =>
+    `${i + 1}. ${a.id}: ${a.job ? `job ${a.job}` : a.do}${a.result ? ` → ${a.result}` : ''}`);
+}
+
+// What a schema node waits for, in words.
+function schemaWait(node) {
+  const d = node.detail || {};
+  if (d.event) return `waits for ${d.event.name}${d.event.when ? ' (filtered)' : ''}`;
+  if (d.timer) return d.timer.at ? `waits until ${d.timer.at}` : `waits ${d.timer.after}`;
+  return '';
+}
+
+// The label of an arc leaving a schema node: its connection's label, or
+// its condition, or "otherwise".
+function schemaArcLabel(from, arc) {
+  const next = ((from && from.detail && from.detail.next) || []).filter((x) => x.arc === arc.name);
+  if (!next.length) return arc.name || '';
+  return next.map((x) => x.label ? (x.when ? `${x.label}: ${x.when}` : x.label) : (x.when ? `if ${x.when}` : 'otherwise')).join(' | ');
+}
+
 // describes how a node looks and reads, before any token state.
 function describeNode(node, inDegree) {
+  if (isSchemaNode(node)) {
+    const wait = schemaWait(node);
+    return {
+      title: `${SCHEMA_KINDS[node.kind]} ${node.name}`,
+      sub: [node.kind, wait].filter(Boolean).join(' · '),
+      extra: schemaActionLines(node),
+      typeClass: `t-schema k-${node.kind}`,
+    };
+  }
   const type = node.type || 'node';
   const typeClass = BUILTIN_TYPES.includes(type) ? `t-${type}` : 't-custom';
   const title = `${isStartNode(node) ? '▶ ' : ''}${node.name}`;
@@ -119,13 +158,15 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     const key = nodeKey(n.name, n.external);
     const d = describeNode(n, inDegree.get(key) || 0);
     const custom = d.typeClass === 't-custom';
-    const w = Math.ceil(Math.max(textWidth(d.title, true), textWidth(d.sub), stateLines ? 120 : 0) + (custom ? 44 : 28));
-    const hgt = lines * LINE_HEIGHT + 14;
+    const extra = d.extra || [];
+    const w = Math.ceil(Math.max(textWidth(d.title, true), textWidth(d.sub), ...extra.map((x) => textWidth(x)), stateLines ? 120 : 0) + (custom ? 44 : 28));
+    const hgt = (lines + extra.length) * LINE_HEIGHT + 14;
+    const text = [d.title, d.sub, ...extra].join('\n');
     sizes.set(key, { w: Math.max(w, 80), h: hgt });
     elements.push({
       group: 'nodes',
       data: {
-        id: nodeId(key), key, label: `${d.title}\n${d.sub}`, base: `${d.title}\n${d.sub}`,
+        id: nodeId(key), key, label: text, base: text,
         w: Math.max(w, 80), h: hgt, parent: n.external ? externalId(n.external) : undefined,
       },
       classes: [d.typeClass, isStartNode(n) ? 'start' : '', n.guard ? 'guarded' : ''].filter(Boolean).join(' '),
@@ -135,10 +176,12 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     const s = nodeKey(a.from, a.fromExternal);
     const t = nodeKey(a.to, a.toExternal);
     if (!byKey.has(s) || !byKey.has(t)) return;
+    const from = byKey.get(s);
+    const label = isSchemaNode(from) ? schemaArcLabel(from, a) : (a.name || '');
     elements.push({
       group: 'edges',
-      data: { id: `e${i}`, index: i, source: nodeId(s), target: nodeId(t), label: a.name || '', base: a.name || '' },
-      classes: a.name ? 'named' : 'default-arc',
+      data: { id: `e${i}`, index: i, source: nodeId(s), target: nodeId(t), label, base: label },
+      classes: label ? 'named' : 'default-arc',
     });
   });
 
@@ -519,6 +562,12 @@ function graphStyle(processMode) {
     { selector: 'node.t-script', style: typeStyle('#7c3aed', '#f1e8ff', { shape: 'cut-rectangle' }) },
     { selector: 'node.t-nested', style: typeStyle('#0369a1', '#dff1fd', { shape: 'barrel', 'border-width': 3 }) },
     { selector: 'node.t-custom', style: typeStyle('#0f766e', '#dcf7f2', { shape: 'round-hexagon' }) },
+    { selector: 'node.t-schema', style: { 'text-justification': 'left' } },
+    { selector: 'node.k-root', style: typeStyle('#15803d', '#e3f7e8', { 'border-width': 3 }) },
+    { selector: 'node.k-execution', style: typeStyle('#475569', '#eef2f7') },
+    { selector: 'node.k-event', style: typeStyle('#1d4ed8', '#e3edff', { 'border-style': 'double', 'border-width': 4 }) },
+    { selector: 'node.k-timer', style: typeStyle('#b45309', '#fff3d6', { 'border-style': 'double', 'border-width': 4 }) },
+    { selector: 'node.k-terminator', style: typeStyle('#111827', '#e5e7eb', { 'border-width': 4 }) },
     { selector: 'node.start', style: { 'border-color': '#15803d', 'border-width': 3 } },
     { selector: 'node.t-wait.start', style: { 'border-width': 5 } },
     {
@@ -582,8 +631,20 @@ function graphStyle(processMode) {
 }
 
 // The legend for the graph: node types, or node types and token states.
-export function legend(processMode) {
+export function legend(processMode, definition) {
   const item = (cls, text) => h('li', h('span', { class: `swatch ${cls}`, 'aria-hidden': 'true' }), text);
+  if (definition && (definition.nodes || []).some(isSchemaNode)) {
+    const kinds = h('ul.legend-list', { 'aria-label': 'schema node kinds' },
+      item('sw-k-root', '▶ root (the instance starts here)'), item('sw-k-execution', '⚙ execution: runs its actions'),
+      item('sw-k-event', '✉ event: waits for an event, then runs its actions'),
+      item('sw-k-timer', '⏱ timer: waits for a time, then runs its actions'),
+      item('sw-k-terminator', '■ terminator: ends the instance'));
+    if (processMode) {
+      return h('div.legend', h('ul.legend-list', { 'aria-label': 'token states' },
+        item('sw-active', 'the node the instance is at'), item('sw-completed', 'visited')), kinds);
+    }
+    return h('div.legend', kinds, h('p.muted', 'Each node lists its actions in the order they run. An arc carries its label or condition; the first that holds is taken. Arcs back to an earlier node are the schema\'s cycles.'));
+  }
   const types = h('ul.legend-list', { 'aria-label': 'node types' },
     item('sw-start', 'start node (green border, ▶)'),
     item('sw-node', 'node'), item('sw-wait', 'wait'), item('sw-script', 'script'),
