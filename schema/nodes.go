@@ -380,6 +380,14 @@ func (nt *nodeType) leave(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstanc
 	nt.incident(e, t, ni, "no_route", "no connection's condition holds")
 }
 
+// IsBacktrackable refuses backtracking: a schema instance's actions have
+// run (some outside Veena), its almanac holds their results, and undoing
+// its tokens would leave both behind.
+func (nt *nodeType) IsBacktrackable(e *kernel.Engine, t *kernel.NodeToken) bool { return false }
+
+// Backtrack is never called (IsBacktrackable says no).
+func (nt *nodeType) Backtrack(e *kernel.Engine, t *kernel.NodeToken) error { return nil }
+
 // Wake gives what a token of this node waits for: its time (timer
 // nodes), a running or retried registered action, or a built-in's retry.
 func (nt *nodeType) Wake(t *kernel.NodeToken) *kernel.Wake {

@@ -60,7 +60,7 @@ export function joinWords(node) {
 
 // The kinds of schema nodes (the fourth format), with the sign each is
 // drawn with.
-const SCHEMA_KINDS = { root: '▶', execution: '⚙', event: '✉', timer: '⏱', terminator: '■' };
+const SCHEMA_KINDS = { root: '▶', execution: '⚙', event: '✉', timer: '◷', terminator: '■' };
 
 export function isSchemaNode(node) {
   return !!node && !!node.detail && Object.hasOwn(SCHEMA_KINDS, node.kind || '') && String(node.type || '').startsWith('schema.');
@@ -124,6 +124,8 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
   const fitBtn = h('button.small', { type: 'button', title: 'Fit the whole graph (0)', 'aria-label': 'Fit the graph' }, 'Fit');
   const tools = h('div.graph-tools', zoomIn, zoomOut, fitBtn);
   host.append(tools, canvas, tip, status);
+  // The text drawn on the nodes and arcs: for tests and tools.
+  host.graphLabels = () => cy.elements().map((x) => x.data('label') || '');
   // Where a node is drawn, in page coordinates: for tests and tools.
   host.nodeScreenPosition = (key) => {
     const el = cy.getElementById(nodeId(key));
@@ -172,12 +174,14 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
       classes: [d.typeClass, isStartNode(n) ? 'start' : '', n.guard ? 'guarded' : ''].filter(Boolean).join(' '),
     });
   }
+  const arcLabels = [];
   arcs.forEach((a, i) => {
     const s = nodeKey(a.from, a.fromExternal);
     const t = nodeKey(a.to, a.toExternal);
     if (!byKey.has(s) || !byKey.has(t)) return;
     const from = byKey.get(s);
     const label = isSchemaNode(from) ? schemaArcLabel(from, a) : (a.name || '');
+    arcLabels[i] = label;
     elements.push({
       group: 'edges',
       data: { id: `e${i}`, index: i, source: nodeId(s), target: nodeId(t), label, base: label },
@@ -254,7 +258,7 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     await new Promise((r) => requestAnimationFrame(r));
     const elk = await loadElk();
     const narrow = canvas.clientWidth > 0 && canvas.clientWidth < 640;
-    const positions = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT');
+    const positions = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT', arcLabels);
     cy.batch(() => {
       for (const [key, p] of positions) {
         const el = cy.getElementById(nodeId(key));
@@ -335,7 +339,7 @@ function fitReadable(cy) {
   else cy.pan({ x: -bb.x1 * level + 24, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * level });
 }
 
-async function layout(elk, nodes, arcs, externals, sizes, direction) {
+async function layout(elk, nodes, arcs, externals, sizes, direction, arcLabels) {
   const child = (key) => ({ id: key, width: sizes.get(key).w, height: sizes.get(key).h });
   const groups = new Map(externals.map((x) => [x, {
     id: externalId(x), children: [],
@@ -353,7 +357,8 @@ async function layout(elk, nodes, arcs, externals, sizes, direction) {
     const t = nodeKey(a.to, a.toExternal);
     if (!sizes.has(s) || !sizes.has(t)) return;
     const e = { id: `e${i}`, sources: [s], targets: [t] };
-    if (a.name) e.labels = [{ text: a.name, width: textWidth(a.name) + 10, height: 16 }];
+    const text = arcLabels ? arcLabels[i] : a.name;
+    if (text) e.labels = [{ text, width: textWidth(text) + 10, height: 16 }];
     edges.push(e);
   });
   const graph = {
@@ -621,6 +626,9 @@ function graphStyle(processMode) {
         'min-zoomed-font-size': 5,
       },
     },
+    // A connection back to its own node (a schema's event node waiting
+    // again) is drawn as a loop beside the node.
+    { selector: 'edge:loop', style: { 'curve-style': 'bezier', 'loop-direction': '0deg', 'loop-sweep': '-60deg', 'control-point-step-size': 70 } },
     { selector: 'edge.default-arc', style: { 'text-border-opacity': 0, 'text-background-opacity': 0 } },
     { selector: 'edge.s-done', style: { 'line-color': '#2f9e44', 'target-arrow-color': '#2f9e44', width: 3 } },
     { selector: 'edge.s-active', style: { 'line-color': '#1d4ed8', 'target-arrow-color': '#1d4ed8', width: 3 } },
@@ -637,7 +645,7 @@ export function legend(processMode, definition) {
     const kinds = h('ul.legend-list', { 'aria-label': 'schema node kinds' },
       item('sw-k-root', '▶ root (the instance starts here)'), item('sw-k-execution', '⚙ execution: runs its actions'),
       item('sw-k-event', '✉ event: waits for an event, then runs its actions'),
-      item('sw-k-timer', '⏱ timer: waits for a time, then runs its actions'),
+      item('sw-k-timer', '◷ timer: waits for a time, then runs its actions'),
       item('sw-k-terminator', '■ terminator: ends the instance'));
     if (processMode) {
       return h('div.legend', h('ul.legend-list', { 'aria-label': 'token states' },

@@ -227,7 +227,7 @@ export async function processView(el, id, session) {
           h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
-          session.canAct && executing() && !running.length
+          session.canAct && executing() && !running.length && !schema
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…')
             : null));
     })));
@@ -266,7 +266,7 @@ export async function processView(el, id, session) {
   function renderHistory() {
     const rows = state.tokens.nodeTokens.map((t) => {
       const st = tokenState(t);
-      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed';
+      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema;
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
         h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
         h('td', h('span', { class: `badge tok-${st}` }, st)),
@@ -275,7 +275,7 @@ export async function processView(el, id, session) {
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          st === 'active' && session.canAct && executing() && !runsNested(t)
+          st === 'active' && session.canAct && executing() && !runsNested(t) && !schema
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…') : null,
           canBacktrack
             ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-node': t.node, 'data-focus': `backtrack:${t.id}`, onclick: () => backtrackDialog(t) }, 'Backtrack here…') : null));

@@ -28,15 +28,15 @@ export function schemaPanel(id) {
       renderVisits(inst);
       clear(queue).append((inst.queue || []).length
         ? h('ol', inst.queue.map((m) => h('li', h('strong', m.name), ' ', h('code', JSON.stringify(m.payload ?? null)))))
-        : h('p.muted', 'No event waits.'),
-      inst.dropped ? h('p.muted', `${inst.dropped} event(s) dropped.`) : null);
+        : h('p.muted', 'No event waits.'));
+      if (inst.dropped) queue.append(h('p.muted', `${inst.dropped} event(s) dropped.`));
     } catch (err) { errorToast(err); }
   }
 
   function renderVisits(inst) {
     const rows = [];
     (inst.items || []).forEach((n, i) => {
-      rows.push(h('tr.visit-head', { class: `st-${n.state}`, 'data-visit': i, 'data-node': n.node },
+      rows.push(h('tr', { class: `visit-head st-${n.state}`, 'data-visit': i, 'data-node': n.node },
         h('td', String(i + 1)),
         h('td', h('strong', n.node), ' ', h('span.muted', n.kind)),
         h('td', { 'data-state': n.state }, n.state),
@@ -47,7 +47,7 @@ export function schemaPanel(id) {
           n.error ? h('div.error', n.error) : null,
           (n.children || []).length ? h('div', 'children: ', n.children.map((c, j) => [j ? ', ' : '', h('a', { href: routeHref('processes', c), 'data-rel': 'schema-child' }, shortId(c))])) : null)));
       for (const a of n.actions || []) {
-        rows.push(h('tr.action', { class: `st-${a.state}`, 'data-action-name': a.name, 'data-state': a.state },
+        rows.push(h('tr', { class: `action st-${a.state}`, 'data-action-name': a.name, 'data-state': a.state },
           h('td', ''),
           h('td', '· ', a.name, ' ', h('span.muted', a.do)),
           h('td', a.state),
