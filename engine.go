@@ -99,6 +99,9 @@ type Engine struct {
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
+	analysing chan struct{} // one state-space exploration at a time
+	analyses  analysisCache
+
 	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
 	// the engine's clock gives, so that a creation time range is a range
 	// of IDs.
@@ -153,6 +156,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		repo:  graph.NewRepository(),
 		subs:  map[string]map[*subscriber]struct{}{},
 		wake:  make(chan struct{}, 1),
+
+		analysing: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
 		e.clock = time.Now
@@ -477,7 +482,7 @@ func (e *Engine) graphOf(ctx context.Context, name string, version int) (*graph.
 
 // prepare readies a graph for the kernel (once).
 func (e *Engine) prepare(g *graph.Graph) error {
-	if err := e.k.Prepare(g); err != nil {
+	if err := e.prepareGraph(g); err != nil {
 		return fmt.Errorf("definition %s: %w", g, definitionError(err))
 	}
 	return nil

@@ -20,6 +20,9 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
+	// Net is a Petri net's places, transitions and arcs with their
+	// markings, annotations and weights (nil for other formats).
+	Net *NetView `json:"net,omitempty"`
 	// Label is the definition's display name (a BPMN process's name).
 	Label string `json:"label,omitempty"`
 	// Related names the other definitions loaded from the same file (a

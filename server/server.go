@@ -126,6 +126,7 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/definitions/{name}/versions", auth.RoleViewer, s.listVersions)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}", auth.RoleViewer, s.getDefinition)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}/source", auth.RoleViewer, s.getSource)
+	s.handle("GET", "/api/v1/definitions/{name}/analysis", auth.RoleViewer, s.analyseDefinition)
 
 	s.handle("POST", "/api/v1/processes", auth.RoleOperator, s.startProcess)
 	s.handle("GET", "/api/v1/processes", auth.RoleViewer, s.listProcesses)

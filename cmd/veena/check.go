@@ -17,6 +17,7 @@ import (
 	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/petri/analysis"
 	"github.com/veena-wf/veena/store/memstore"
 )
 
@@ -136,11 +137,18 @@ func loadOffline(ctx context.Context, e *veena.Engine, files []string) (map[stri
 // warningsOf are what a definition that loads may still do wrong.
 func warningsOf(d *veena.Definition) []string {
 	var out []string
+	for _, w := range d.Warnings {
+		if w.Line > 0 {
+			out = append(out, fmt.Sprintf("%d:%d: %s", w.Line, w.Column, w.Message))
+		} else {
+			out = append(out, w.Message)
+		}
+	}
 	start := false
 	for _, n := range d.Nodes {
 		start = start || n.Start && n.External == ""
 	}
-	if !start {
+	if !start && d.Net == nil {
 		out = append(out, fmt.Sprintf("definition %s has no start node: it cannot be started on its own (it can be imported as an external, or run by a nested node)", d.Name))
 	}
 	// The definition's own warnings, as loading reports them (a cycle
@@ -231,6 +239,8 @@ func newCheckCmd() *cobra.Command {
 	var (
 		quiet, strict bool
 		out           outputFlag
+		analyseIt     bool
+		maxStates     int
 	)
 	cmd := &cobra.Command{
 		Use:   "check FILE|DIR...",
@@ -243,7 +253,15 @@ are printed as file:line:column: message; warnings (a definition with no start
 node) too, but they do not fail the check unless --strict.
 
 A directory is searched recursively for definition files (` + strings.Join(definitionExts, ", ") + `),
-and each is named on its own line.`,
+and each is named on its own line.
+
+With --analyse each definition's state space is explored as the server's
+GET /api/v1/definitions/{name}/analysis does: a Petri net's own (boundedness,
+deadlocks with a shortest firing sequence, dead transitions, liveness,
+reversibility, workflow-net soundness), a process graph's through its
+translation into a net (whether an AND join can wait for ever, whether every
+run can finish). The exit status is 2 when an analysis finds a way for a
+process to get stuck.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -302,6 +320,37 @@ and each is named on its own line.`,
 					}
 				}
 			}
+			if analyseIt && bad == 0 {
+				stuck := 0
+				for _, f := range files {
+					d := loaded[f]
+					if d == nil {
+						continue
+					}
+					rep, err := e.AnalyseDefinition(cmd.Context(), d.Name, d.Version, veena.AnalyseOptions{MaxStates: maxStates})
+					if err != nil {
+						return fmt.Errorf("veena check: analyse %s: %w", f, err)
+					}
+					if analysisStuck(rep) {
+						stuck++
+					}
+					if out.format == "json" {
+						err = printJSON(cmd.OutOrStdout(), struct {
+							File       string `json:"file"`
+							Definition string `json:"definition"`
+							*veena.Analysis
+						}{f, d.Name, rep})
+					} else {
+						printAnalysis(cmd.OutOrStdout(), f, d.Name, d.Format, rep)
+					}
+					if err != nil {
+						return err
+					}
+				}
+				if stuck > 0 {
+					return &exitError{code: 2, msg: fmt.Sprintf("veena check: %d of %d %s can get stuck", stuck, total, plural(total, "definition", "definitions"))}
+				}
+			}
 			summary := fmt.Sprintf("%d of %d %s %s", bad, total, plural(total, "file", "files"), plural(bad, "has problems", "have problems"))
 			if warned > 0 {
 				summary += fmt.Sprintf(", %d with warnings", warned)
@@ -321,6 +370,8 @@ and each is named on its own line.`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print problems and warnings only")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail on warnings too")
+	cmd.Flags().BoolVar(&analyseIt, "analyse", false, "explore each definition's state space and report how its processes can get stuck")
+	cmd.Flags().IntVar(&maxStates, "max-states", analysis.DefaultMaxStates, "with --analyse, stop exploring after this many states")
 	out.add(cmd)
 	return cmd
 }
