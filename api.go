@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +95,19 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 	if err != nil {
 		return nil, storeError("read timer failures", err)
 	}
-	if !out.Stalled && len(failures) == 0 {
+	var incidents []*Incident
+	if out.State == kernel.Executing.String() && slices.ContainsFunc(out.WaitingAt, func(w Wait) bool { return w.Kind == WaitIncident }) {
+		page, err := e.Incidents(ctx, IncidentFilter{Process: id, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			if page.Items[i].Kind == IncidentTimerFailed {
+				incidents = append(incidents, &page.Items[i])
+			}
+		}
+	}
+	if !out.Stalled && len(failures) == 0 && len(incidents) == 0 {
 		return out, nil
 	}
 	p, err := snapshot.Decode(row, e.graphs(ctx))
@@ -109,6 +122,17 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 		tf := TimerFailure{Token: nodeTokenID(id, f.Token), Message: f.Message, At: f.At.UTC(), Attempts: f.Attempts, DueAt: f.DueAt.UTC()}
 		if f.Token >= 0 && f.Token < len(p.NodeTokens) {
 			tf.Node = p.NodeTokens[f.Token].Node.QualifiedName()
+		}
+		out.TimerFailures = append(out.TimerFailures, tf)
+	}
+	for _, inc := range incidents {
+		if slices.ContainsFunc(out.TimerFailures, func(f TimerFailure) bool { return f.Token == inc.NodeToken }) {
+			continue
+		}
+		tf := TimerFailure{Token: inc.NodeToken, Incident: inc.ID, Message: inc.Message, At: inc.CreatedAt.UTC(), Attempts: 1}
+		if _, idx, err := parseNodeTokenID(inc.NodeToken); err == nil && idx < len(p.NodeTokens) {
+			t := p.NodeTokens[idx]
+			tf.Node, tf.DueAt = t.Node.QualifiedName(), t.DelayUntil.UTC()
 		}
 		out.TimerFailures = append(out.TimerFailures, tf)
 	}

@@ -268,10 +268,14 @@ first (--newest: newest first); the filters of veena processes list select them
 			}
 			now := time.Now()
 			tw := table(out)
-			fmt.Fprintln(tw, "PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tTOKEN\tCONTEXT")
+			fmt.Fprintln(tw, "TOKEN OR PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tCONTEXT")
 			for _, it := range page.Items {
-				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Process, it.Definition, it.Version, qualified(it.External, it.Node),
-					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), tokenNumber(it.Token), oneLine(formatPairs(it.Context)))
+				id := it.Token
+				if id == "" {
+					id = it.Process
+				}
+				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\n", id, it.Definition, it.Version, qualified(it.External, it.Node),
+					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), oneLine(formatPairs(it.Context)))
 			}
 			tw.Flush()
 			fmt.Fprintf(out, "\n%s\n", countWords(countProcesses(page.Items), page.Total, page.TotalCapped, "process waits", "processes wait"))
@@ -475,7 +479,12 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		fmt.Fprintln(out, "    backtrack to a completed token to run a branch again (veena node-tokens backtrack), or cancel the process")
 	}
 	for _, f := range p.TimerFailures {
-		fmt.Fprintf(out, "  TIMER FAILED: token %s on %s, %d attempt(s), last at %s: %s\n", f.Token, f.Node, f.Attempts, stamp(f.At), f.Message)
+		fmt.Fprintf(out, "  TIMER FAILED: the guard of token %s on %s failed at %s: %s\n", f.Token, f.Node, stamp(f.At), f.Message)
+		if f.Incident != "" {
+			fmt.Fprintf(out, "    incident %s is open: fix the cause (veena processes env), then resolve it to run the guard again\n", f.Incident)
+		} else {
+			fmt.Fprintf(out, "    %d attempt(s); it is tried again later\n", f.Attempts)
+		}
 	}
 	if len(p.WaitingAt) == 0 {
 		if p.State == "executing" {
@@ -517,6 +526,8 @@ func waitingWords(ws []veena.Wait, more int) string {
 			s += " (delayed)"
 		case "nested":
 			s += " (nested)"
+		case "incident":
+			s += " (INCIDENT)"
 		}
 		if !slices.Contains(parts, s) {
 			parts = append(parts, s)
@@ -535,6 +546,8 @@ func waitKindWords(kind string, arcs int, until *time.Time, stalled bool) string
 		return "active token"
 	case "nested":
 		return "nested process runs"
+	case "incident":
+		return "incident open"
 	case "delayed":
 		if until != nil {
 			return "delayed until " + stamp(*until)
@@ -601,14 +614,6 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-// tokenNumber is the ".nN" end of a node token id ("" for none).
-func tokenNumber(id string) string {
-	if i := strings.LastIndex(id, ".n"); i >= 0 {
-		return id[i:]
-	}
-	return id
 }
 
 // listFlags are the filters of processes list and processes waiting.
