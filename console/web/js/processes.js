@@ -3,6 +3,7 @@
 // and the token actions (complete, backtrack, cancel).
 
 import { isSchemaDefinition, schemaPanel } from './schema.js';
+import { recordPanel } from './work.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -191,6 +192,9 @@ export async function processView(el, id, session) {
     el.insertBefore(schema.el, el.children[3] || null);
     schema.refresh();
   }
+  const record = recordPanel(id);
+  el.append(record.el);
+  record.refresh();
 
   // ---- rendering
   const tokenById = () => new Map(state.tokens.nodeTokens.map((t) => [t.id, t]));
@@ -391,6 +395,7 @@ export async function processView(el, id, session) {
     refreshing = (async () => {
       const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
       if (schema) schema.refresh();
+      record.refresh();
       if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);
