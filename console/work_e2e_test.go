@@ -249,8 +249,8 @@ func TestTasklistInBrowser(t *testing.T) {
 
 	// The process page shows the audit trail, with who did what, and the metrics.
 	alice.goTo("#/processes/" + p1.ID)
-	alice.wait("the audit trail", `document.querySelector('table.audit-trail tr[data-action=process_completed]') !== null`)
-	trail := alice.str(`Array.from(document.querySelectorAll('table.audit-trail tbody tr')).map((r) => r.dataset.action + ':' + r.querySelector('[data-user]').dataset.user).join(' ')`)
+	alice.wait("the audit trail", `document.querySelector('table.audit-trail tr[data-audit=process_completed]') !== null`)
+	trail := alice.str(`Array.from(document.querySelectorAll('table.audit-trail tbody tr')).map((r) => r.dataset.audit + ':' + r.querySelector('[data-user]').dataset.user).join(' ')`)
 	for _, want := range []string{"task_claimed:alice", "task_saved:alice", "task_completed:alice", "job_failed:w1", "incident_resolved:alice", "job_completed:w2"} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("the audit trail lacks %s: %s", want, trail)

@@ -367,7 +367,7 @@ export function recordPanel(id) {
         workApi.incidents('open,resolved', id), workApi.attachments(id)]);
       clear(audit).append((a.items || []).length ? h('table.list.audit-trail',
         h('thead', h('tr', ['When', 'Action', 'Node', 'User', 'Detail'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', a.items.map((e) => h('tr', { 'data-action': e.action },
+        h('tbody', a.items.map((e) => h('tr', { 'data-audit': e.action },
           h('td', fmtTime(e.at)), h('td', h('code', e.action)), h('td', e.label || e.node || ''),
           h('td', { 'data-user': e.user || '' }, e.user || ''), h('td.small', e.detail || '')))))
         : h('p.muted', 'Nothing recorded yet.'));
