@@ -137,10 +137,13 @@ type ArcToken struct {
 	TokenSets     []TokenSetRef `json:"tokenSets"`
 }
 
-// TokenHistory is every node and arc token of a process, in creation order.
+// TokenHistory is every node and arc token of a process, in creation order,
+// or a page of them (see Engine.TokenPage): Next is then the cursor of the
+// next page, "" after the last.
 type TokenHistory struct {
 	NodeTokens []NodeToken `json:"nodeTokens"`
 	ArcTokens  []ArcToken  `json:"arcTokens"`
+	Next       string      `json:"next"`
 }
 
 // Event is one execution event of a process. ArcNames holds nil for the default arc.

@@ -33,6 +33,8 @@ type Engine interface {
 	Processes(ctx context.Context, f veena.ProcessFilter) (*veena.ProcessPage, error)
 	CancelProcess(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
 	Tokens(ctx context.Context, processID string) (*veena.TokenHistory, error)
+	TokenPage(ctx context.Context, processID, after string, limit int) (*veena.TokenHistory, error)
+	EachToken(ctx context.Context, processID string, node func(*veena.NodeToken) error, arc func(*veena.ArcToken) error) error
 	Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]veena.Event, error)
 	Subscribe(processID string) (<-chan veena.Event, func())
 	ProcessEnv(ctx context.Context, id string) (map[string]veena.Value, error)

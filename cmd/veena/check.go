@@ -117,9 +117,11 @@ func loadEach[T any](files []string, load func(file string) (T, error)) (map[str
 
 // offline is an engine in memory that loads definition files exactly as a
 // server does (the format sniffed from the content, the same validation),
-// for check and run.
-func offline(ctx context.Context) (*veena.Engine, error) {
-	return veena.Open(ctx, veena.Options{Store: memstore.New()})
+// for check and run; what scripts print goes to scripts (nil: nowhere).
+func offline(ctx context.Context, scripts io.Writer) (*veena.Engine, error) {
+	k := kernel.New()
+	k.ScriptOutput = scripts
+	return veena.Open(ctx, veena.Options{Store: memstore.New(), Kernel: k})
 }
 
 // loadOffline loads files into an offline engine.
@@ -268,7 +270,7 @@ process to get stuck.`,
 				return err
 			}
 			files, unreadable := definitionFiles(args)
-			e, err := offline(cmd.Context())
+			e, err := offline(cmd.Context(), nil)
 			if err != nil {
 				return err
 			}
@@ -313,7 +315,7 @@ process to get stuck.`,
 							fmt.Fprintln(ew, p)
 						}
 					case !quiet:
-						fmt.Fprintf(w, "%s: ok (%s: %d nodes, %d arcs)\n", r.File, r.Definition, r.Nodes, r.Arcs)
+						fmt.Fprintf(w, "%s: ok (%s: %d %s, %d %s)\n", r.File, r.Definition, r.Nodes, plural(r.Nodes, "node", "nodes"), r.Arcs, plural(r.Arcs, "arc", "arcs"))
 					}
 					for _, wn := range r.Warnings {
 						fmt.Fprintf(ew, "%s: warning: %s\n", r.File, wn)
@@ -414,10 +416,11 @@ func newRunCmd() *cobra.Command {
 		Use:   "run FILE",
 		Short: "Run a definition in memory and print its token tree and events",
 		Long: `Run a definition in memory, no server needed: it is loaded as a server loads it,
-the process starts and runs until every token waits or it ends. The token history
-is printed in the TestProcess notation (see veena processes tokens --help), then the
-events in the order they fired and the process environment. --definitions DIR
-loads the externals and nested definitions it uses first.
+the process starts and runs until every token waits or it ends. What its scripts
+print comes first, then the token history in the TestProcess notation (see veena
+processes tokens --help), the events in the order they fired and the process
+environment. --definitions DIR loads the externals and nested definitions it uses
+first.
 
 ` + envHelp,
 		Example: `  veena run testdata/examples/split-join.wf.xml --env bigAmount=true`,
@@ -431,7 +434,7 @@ loads the externals and nested definitions it uses first.
 			if err != nil {
 				return err
 			}
-			e, err := offline(ctx)
+			e, err := offline(ctx, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
