@@ -50,6 +50,7 @@ type Engine interface {
 	Attention(ctx context.Context) (*veena.Attention, error)
 	Waiting(ctx context.Context, f veena.ProcessFilter) (*veena.WaitingPage, error)
 	WorkEngine
+	RecordEngine
 }
 
 // Config configures a Server.
@@ -147,6 +148,7 @@ func New(cfg Config) *Server {
 	s.handle("POST", "/api/v1/events", auth.RoleOperator, s.sendEvent)
 
 	s.workRoutes()
+	s.recordRoutes()
 
 	s.handle("GET", "/api/v1/processes/{id}/almanac", auth.RoleViewer, s.getAlmanac)
 	s.handle("PATCH", "/api/v1/processes/{id}/almanac", auth.RoleOperator, s.patchAlmanac)
