@@ -128,6 +128,10 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}", auth.RoleViewer, s.getDefinition)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}/source", auth.RoleViewer, s.getSource)
 	s.handle("GET", "/api/v1/definitions/{name}/analysis", auth.RoleViewer, s.analyseDefinition)
+	s.handle("GET", "/api/v1/processes/{id}/marking", auth.RoleViewer, s.getMarking)
+	s.handle("POST", "/api/v1/processes/{id}/fire", auth.RoleOperator, s.fireTransition)
+	s.handle("POST", "/api/v1/processes/{id}/transition-events", auth.RoleOperator, s.sendTransitionEvent)
+	s.handle("POST", "/api/v1/jobs/{id}/results", auth.RoleOperator, s.reportJobResult)
 
 	s.handle("POST", "/api/v1/processes", auth.RoleOperator, s.startProcess)
 	s.handle("GET", "/api/v1/processes", auth.RoleViewer, s.listProcesses)

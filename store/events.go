@@ -183,6 +183,8 @@ var eventTypes = []string{
 	"ATTACHMENT_SET",
 	// Schemas' (append only: a type's code is its position).
 	"ACTION_COMPLETED",
+	// Petri nets'.
+	"TRANSITION_FIRED", "EVENT_IGNORED",
 }
 
 var eventTypeCodes = func() map[string]uint64 {
