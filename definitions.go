@@ -62,7 +62,13 @@ func (e *Engine) compile(file string, src []byte, format string) (*graph.Graph, 
 			return nil, definitionError(err)
 		}
 		return g, nil
-	case "bpmn", "pnml", "schema":
+	case "bpmn":
+		gs, err := compileBPMN(file, src)
+		if err != nil {
+			return nil, err
+		}
+		return gs[0], nil
+	case "pnml", "schema":
 		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
 	}
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
@@ -136,7 +142,7 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 		if seq > 0 && d.Seq >= seq {
 			break
 		}
-		g, err := e.compile(d.File, d.Source, d.Format)
+		g, err := e.compileStored(d)
 		if err != nil {
 			return fmt.Errorf("stored definition %s version %d no longer loads: %w", d.Name, d.Version, err)
 		}
@@ -164,6 +170,9 @@ func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, fo
 	defer e.defMu.Unlock()
 	if err := e.syncDefinitions(ctx); err != nil {
 		return nil, false, err
+	}
+	if format == "bpmn" {
+		return e.loadBPMN(ctx, file, src)
 	}
 	g, err := e.compile(file, src, format)
 	if err != nil {

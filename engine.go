@@ -135,6 +135,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Limits.CommandTime != 0 {
 		k.Limits.CommandTime = opts.Limits.CommandTime
 	}
+	registerFormats(k)
 	if opts.IdempotencyTTL == 0 {
 		opts.IdempotencyTTL = DefaultIdempotencyTTL
 	}
