@@ -29,12 +29,18 @@ type op struct {
 	Match    map[string]string `json:"match,omitempty"`    // event: the context it matched
 	Node     string            `json:"node,omitempty"`     // event: the node whose token it completes
 	Args     *workArgs         `json:"args,omitempty"`     // the work layer's commands (work.go)
+	// Await, Name and Key: deliver (messages.go) gives what the token must
+	// still be waiting for.
+	Await string `json:"await,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Key   string `json:"key,omitempty"`
 }
 
 // opKind names what an op does.
 type opKind string
 
 const (
+	opDeliver    opKind = "deliver" // a message or a signal for a waiting token (messages.go)
 	opComplete   opKind = "complete"
 	opBacktrack  opKind = "backtrack"
 	opCancel     opKind = "cancel"
@@ -146,6 +152,8 @@ func (o *op) bind(res *outcome) commandFunc {
 			}
 			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
 			return p, nil
+		case opDeliver:
+			return p, o.deliver(ke, p)
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange

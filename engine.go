@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +85,8 @@ type Engine struct {
 
 	locks rootLocks
 	cache *treeCache
-	roots rootMap // nested process id -> root id
+	bg    sync.WaitGroup // deliveries after commits (messages.go)
+	roots rootMap        // nested process id -> root id
 
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
@@ -196,6 +199,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 // Close stops background work and closes the store.
 func (e *Engine) Close() error {
 	e.Stop()
+	e.bg.Wait()
 	var err error
 	e.closeMu.Do(func() { err = e.store.Close() })
 	return err
@@ -405,6 +409,7 @@ type processFacts struct {
 	state     kernel.State
 	timers    int
 	waitNodes []string
+	correl    string // the tokens waiting for messages and signals (messages.go)
 }
 
 func factsOf(p *kernel.Process) processFacts {
@@ -416,6 +421,7 @@ func factsOf(p *kernel.Process) processFacts {
 			}
 		}
 		f.waitNodes = waitNodesOf(p)
+		f.correl = correlationKey(correlationsOf(p, ""))
 	}
 	return f
 }
@@ -602,6 +608,7 @@ func (e *Engine) committed(p *plan) {
 		}
 		e.publish(p.events)
 		e.wakeJobs(p.cmd.wake)
+		e.afterCommit(p)
 	}
 }
 
@@ -617,16 +624,27 @@ type plan struct {
 	// process's first (those go with its row, see store.Process).
 	appended []store.EventRecord
 	timers   []timerWrite
-	ctxPut   []string // processes whose context starts to count
-	ctxDrop  []string // processes whose context stops counting
-	unique   []string
-	bump     bool // the root row is not rewritten: set its version
-	cmd      *cmd // the work rows the command writes, its audit notes
+	// correlations are the new correlation rows of the processes whose
+	// tokens started or stopped waiting for messages and signals; waiting
+	// the message correlations that are new; signals the signals thrown.
+	correlations []correlationWrite
+	waiting      []store.Correlation
+	signals      []string
+	ctxPut       []string // processes whose context starts to count
+	ctxDrop      []string // processes whose context stops counting
+	unique       []string
+	bump         bool // the root row is not rewritten: set its version
+	cmd          *cmd // the work rows the command writes, its audit notes
 }
 
 type timerWrite struct {
 	process string
 	timers  []store.Timer
+}
+
+type correlationWrite struct {
+	process string
+	cs      []store.Correlation
 }
 
 // run runs fn on t and works out what to write; t is changed in place;
@@ -703,6 +721,27 @@ func (p *plan) prepare() error {
 			}
 		}
 		now := factsOf(q)
+		if now.correl != before.correl {
+			cs := correlationsOf(q, rec.Root)
+			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
+			old := map[int]bool{}
+			if known {
+				for _, s := range strings.Split(before.correl, "\x01") {
+					if i := strings.IndexByte(s, 0); i > 0 {
+						n, _ := strconv.Atoi(s[:i])
+						old[n] = true
+					}
+				}
+			}
+			for _, c := range cs {
+				if c.Kind == "message" && !old[c.Token] {
+					p.waiting = append(p.waiting, c)
+				}
+			}
+		}
+		if len(q.Events) > 0 {
+			p.signals = append(p.signals, thrownSignals(q)...)
+		}
 		if now.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
 			if q.State == kernel.Executing {
@@ -755,6 +794,11 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 	}
 	for _, w := range p.timers {
 		if err := tx.ReplaceTimers(ctx, w.process, w.timers); err != nil {
+			return err
+		}
+	}
+	for _, w := range p.correlations {
+		if err := tx.ReplaceCorrelations(ctx, w.process, w.cs); err != nil {
 			return err
 		}
 	}
