@@ -29,15 +29,16 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 			return nil, invalid("a context key must not be empty")
 		}
 	}
+	var pctx map[string]string
+	if len(req.Context) > 0 {
+		pctx = maps.Clone(req.Context)
+	}
 	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
-		p, err := ke.Start(g, env)
+		p, err := ke.StartWith(g, env, pctx, req.Setup)
 		if err != nil {
 			return nil, err
 		}
 		t.root = p
-		if len(req.Context) > 0 {
-			t.context[p.ID] = maps.Clone(req.Context)
-		}
 		return p, nil
 	}, &outcome{})
 	if err != nil {
@@ -457,4 +458,77 @@ func sortedPairs(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Deliver sends a named event to a process: its format's receiver takes
+// it (a schema instance runs the event node waiting for it, or queues it),
+// in one command queued behind the process's earlier ones. A retry with
+// the same idempotency key returns the first result.
+func (e *Engine) Deliver(ctx context.Context, processID string, m kernel.Message, idempotencyKey string) (*Process, error) {
+	if m.Name == "" {
+		return nil, invalid("an event needs a name")
+	}
+	return e.onProcess(ctx, &op{Kind: opMessage, Process: processID, Message: &m}, idempotencyKey)
+}
+
+// FindByContext returns up to limit executing processes whose context
+// holds every pair of match, in id order.
+func (e *Engine) FindByContext(ctx context.Context, match map[string]string, limit int) ([]string, error) {
+	if len(match) == 0 {
+		return nil, invalid("a context look-up needs at least one pair")
+	}
+	ids, err := e.store.FindByContext(ctx, match, limit)
+	if err != nil {
+		return nil, storeError("find process by context", err)
+	}
+	return ids, nil
+}
+
+// Recorded returns the process an earlier command with this idempotency
+// key answered with (nil, nil if none did, or it failed without one).
+func (e *Engine) Recorded(ctx context.Context, key string) (*Process, error) {
+	prev, err := e.recorded(ctx, key)
+	if err != nil || prev == nil {
+		return nil, err
+	}
+	if err := prev.err(); err != nil {
+		return nil, err
+	}
+	return prev.Process, nil
+}
+
+// Inspect reads a process with the tree it belongs to, as stored, and
+// calls fn with it (read only: changes are not kept). Formats use it to
+// show their own state of a process.
+func (e *Engine) Inspect(ctx context.Context, id string, fn func(p *kernel.Process) error) error {
+	root, err := e.rootOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	rows, err := e.store.Tree(ctx, root)
+	if err != nil {
+		return storeError("read process", err)
+	}
+	if len(rows) == 0 {
+		return notFound("process %s", id)
+	}
+	t, err := e.decodeTree(ctx, rows, 0)
+	if err != nil {
+		return err
+	}
+	p := t.root.Find(id)
+	if p == nil {
+		return notFound("process %s", id)
+	}
+	return fn(p)
+}
+
+// NextTimer returns the earliest due time of any durable timer (delayed
+// tokens and tokens' work), zero if there is none.
+func (e *Engine) NextTimer(ctx context.Context) (time.Time, error) {
+	t, err := e.store.NextTimer(ctx)
+	if err != nil {
+		return time.Time{}, storeError("read timers", err)
+	}
+	return t, nil
 }

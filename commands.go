@@ -23,12 +23,14 @@ type op struct {
 
 	// Arcs are the arc names a completion takes ("" the default arcs); nil
 	// means the default arcs, an empty list no arc (so null and [] differ).
-	Arcs     []string          `json:"arcs"`
-	Env      map[string]*Value `json:"env,omitempty"`      // attributes to merge (nil removes one)
-	TokenSet *opTokenSet       `json:"tokenSet,omitempty"` // complete with a new token set
-	Match    map[string]string `json:"match,omitempty"`    // event: the context it matched
-	Node     string            `json:"node,omitempty"`     // event: the node whose token it completes
-	Args     *workArgs         `json:"args,omitempty"`     // the work layer's commands (work.go)
+	Arcs     []string           `json:"arcs"`
+	Env      map[string]*Value  `json:"env,omitempty"`      // attributes to merge (nil removes one)
+	TokenSet *opTokenSet        `json:"tokenSet,omitempty"` // complete with a new token set
+	Match    map[string]string  `json:"match,omitempty"`    // event: the context it matched
+	Node     string             `json:"node,omitempty"`     // event: the node whose token it completes
+	Wake     *kernel.WakeResult `json:"wake,omitempty"`     // wake: the outcome of a token's wake
+	Message  *kernel.Message    `json:"message,omitempty"`  // message: a named event for the process
+	Args     *workArgs          `json:"args,omitempty"`     // the work layer's commands (work.go)
 	// Await, Name and Key: deliver (messages.go) gives what the token must
 	// still be waiting for.
 	Await string `json:"await,omitempty"`
@@ -48,6 +50,8 @@ const (
 	opTokenEnv   opKind = "token_env"
 	opEvent      opKind = "event"
 	opTimer      opKind = "timer"
+	opWake       opKind = "wake"
+	opMessage    opKind = "message"
 	// opIndex rewrites the rows of a tree unchanged but for what the store
 	// indexes (where each process waits), for rows an older Veena wrote.
 	opIndex opKind = "index"
@@ -69,6 +73,9 @@ type outcome struct {
 	Env     map[string]Value `json:"env,omitempty"`
 	None    bool             `json:"none,omitempty"`
 	Error   *outcomeError    `json:"error,omitempty"`
+	// Run is a token's work with a runner that a timer found due: the
+	// caller runs it (fireTimer).
+	Run *kernel.Wake `json:"run,omitempty"`
 	// The work layer's commands answer a task, job, incident or attachment.
 	Task       *Task       `json:"task,omitempty"`
 	Job        *Job        `json:"job,omitempty"`
@@ -85,6 +92,10 @@ type outcomeError struct {
 func failure(err error) *outcome {
 	if errors.Is(err, errNoChange) {
 		return &outcome{None: true}
+	}
+	var due *wakeDue
+	if errors.As(err, &due) {
+		return &outcome{None: true, Run: &due.work}
 	}
 	return &outcome{Error: &outcomeError{Code: Code(err), Message: err.Error()}}
 }
@@ -159,10 +170,33 @@ func (o *op) bind(res *outcome) commandFunc {
 				return nil, errNoChange
 			}
 			tok := p.NodeTokens[o.Token]
-			if p.State != kernel.Executing || !tok.Active() || tok.GuardAction != kernel.Delay || tok.DelayUntil.After(ke.Now()) {
+			if p.State != kernel.Executing || !tok.Active() {
+				return nil, errNoChange
+			}
+			if tok.GuardAction != kernel.Delay {
+				w := ke.Kernel().WakeOf(tok)
+				if w == nil || w.Due.After(ke.Now()) {
+					return nil, errNoChange
+				}
+				if w.Runner != "" {
+					return nil, &wakeDue{work: *w}
+				}
+				return p, ke.Woken(tok, kernel.WakeResult{Key: w.Key})
+			}
+			if tok.DelayUntil.After(ke.Now()) {
 				return nil, errNoChange
 			}
 			return p, ke.ReevaluateDelayedToken(tok)
+		case opWake:
+			if o.Token < 0 || o.Token >= len(p.NodeTokens) || o.Wake == nil {
+				return nil, notFound("node token %q", nodeTokenID(p.ID, o.Token))
+			}
+			return p, ke.Woken(p.NodeTokens[o.Token], *o.Wake)
+		case opMessage:
+			if o.Message == nil {
+				return nil, invalid("a message command without a message")
+			}
+			return p, ke.Receive(p, o.Message)
 		}
 		if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 			return nil, notFound("node token %q", nodeTokenID(p.ID, o.Token))

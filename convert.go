@@ -2,6 +2,7 @@ package veena
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -49,12 +50,22 @@ func definitionOf(g *graph.Graph) *Definition {
 		}
 		d.Nodes[i] = Node{Name: n.Name, External: n.ExternalName(), Type: n.Type, Start: n.IsStart && n.External == nil,
 			Join: string(n.Join), JoinParam: n.JoinParam, Guard: n.Guard, Label: n.Label, Kind: kind}
+		if x, ok := n.Props.(detailer); ok {
+			d.Nodes[i].Detail = x.Detail()
+		}
+	}
+	if x, ok := g.Props.(detailer); ok {
+		d.Detail = x.Detail()
 	}
 	for i, a := range g.Arcs {
 		d.Arcs[i] = arcOf(a)
 	}
 	return d
 }
+
+// detailer is implemented by a format's properties of a node or graph
+// that the API shows (Node.Detail, Definition.Detail).
+type detailer interface{ Detail() any }
 
 func arcOf(a *graph.Arc) Arc {
 	x := Arc{From: a.From.Name, To: a.To.Name, FromExternal: a.From.ExternalName(), ToExternal: a.To.ExternalName()}
@@ -76,10 +87,11 @@ func (e *Engine) process(p *kernel.Process, t *tree) *Process {
 		id := nodeTokenID(p.ParentToken.Process.ID, p.ParentToken.ID)
 		out.ParentToken = &id
 	}
-	if t != nil {
-		if c := t.context[p.ID]; len(c) > 0 {
-			out.Context = c
-		}
+	if len(p.Context) > 0 {
+		out.Context = maps.Clone(p.Context)
+	}
+	if p.Parent != nil && p.ParentToken == nil {
+		out.Parent = p.Parent.ID
 	}
 	setWaits(out, p)
 	return out
@@ -95,6 +107,9 @@ func processRow(r *store.Process) (*Process, error) {
 		Context: r.Context, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 	if len(out.Context) == 0 {
 		out.Context = nil
+	}
+	if r.Parent != "" && r.ParentToken < 0 {
+		out.Parent = r.Parent
 	}
 	if r.Parent != "" && r.ParentToken >= 0 {
 		id := nodeTokenID(r.Parent, r.ParentToken)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	schemaformat "github.com/veena-wf/veena/format/schema"
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
@@ -48,30 +49,64 @@ func sniffFormat(src []byte) string {
 		return "bpmn"
 	case bytes.HasPrefix(trimmed, []byte("{")):
 		return "schema"
+	case looksLikeYAMLSchema(head):
+		return "schema"
 	}
 	return wfxml.Format
 }
 
-// compile turns a definition file into a graph, resolving externals to the
-// latest loaded versions.
-func (e *Engine) compile(file string, src []byte, format string) (*graph.Graph, error) {
+// looksLikeYAMLSchema reports whether a file is a schema written in YAML:
+// not XML, with a top-level "schema:" key.
+func looksLikeYAMLSchema(head []byte) bool {
+	if bytes.HasPrefix(bytes.TrimSpace(head), []byte("<")) {
+		return false
+	}
+	for _, line := range bytes.Split(head, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("schema:")) {
+			return true
+		}
+	}
+	return false
+}
+
+// compileAll turns a definition file into its graphs (a file may hold
+// several definitions: a schema and its children), resolving externals to
+// the latest loaded versions. The first graph is the file's main one.
+func (e *Engine) compileAll(file string, src []byte, format string) ([]*graph.Graph, error) {
 	switch format {
 	case wfxml.Format:
 		g, err := wfxml.Load(file, src, e.repo.Latest)
 		if err != nil {
 			return nil, definitionError(err)
 		}
-		return g, nil
-	case "bpmn":
-		gs, err := compileBPMN(file, src)
+		return []*graph.Graph{g}, nil
+	case schemaformat.Format:
+		gs, err := schemaformat.Load(file, src)
 		if err != nil {
-			return nil, err
+			return nil, definitionError(err)
 		}
-		return gs[0], nil
-	case "pnml", "schema":
+		return gs, nil
+	case "bpmn":
+		return compileBPMN(file, src)
+	case "pnml":
 		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
 	}
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
+}
+
+// compile turns a stored definition back into its graph: the graph of
+// that name among those its file compiles to.
+func (e *Engine) compile(file string, src []byte, format, name string) (*graph.Graph, error) {
+	gs, err := e.compileAll(file, src, format)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		if g.Name == name {
+			return g, nil
+		}
+	}
+	return nil, fmt.Errorf("the file of definition %s compiles to no definition of that name", name)
 }
 
 // reloadDefinitions adds to the repository the definitions other engines
@@ -122,6 +157,7 @@ func (e *Engine) addGraph(ctx context.Context, g *graph.Graph) (*graph.Graph, bo
 				return nil, false, err
 			}
 		}
+		e.analyze(g)
 		if _, _, err := e.repo.Add(g); err != nil {
 			return nil, false, err
 		}
@@ -142,7 +178,7 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 		if seq > 0 && d.Seq >= seq {
 			break
 		}
-		g, err := e.compileStored(d)
+		g, err := e.compile(d.File, d.Source, d.Format, d.Name)
 		if err != nil {
 			return fmt.Errorf("stored definition %s version %d no longer loads: %w", d.Name, d.Version, err)
 		}
@@ -150,6 +186,7 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 			e.log.Warn("veena: stored definition compiles to a different hash", "definition", d.Name, "version", d.Version)
 		}
 		g.Version, g.CreatedAt = d.Version, d.CreatedAt
+		e.analyze(g)
 		if _, _, err := e.repo.Add(g); err != nil {
 			return fmt.Errorf("stored definition %s version %d: %w", d.Name, d.Version, err)
 		}
@@ -158,9 +195,17 @@ func (e *Engine) syncDefinitionsBefore(ctx context.Context, seq int64) error {
 	return nil
 }
 
+// analyze adds to a graph's warnings what the engine finds in it: cycles a
+// token can go round without reaching a wait state.
+func (e *Engine) analyze(g *graph.Graph) {
+	g.Warnings = append(g.Warnings, e.k.RunawayWarnings(g)...)
+}
+
 // LoadDefinition loads one definition file. format "" sniffs it from the
-// content; only "sarasvati" is supported now. Content identical to the
-// latest version of its name returns that version with created false. An
+// content ("sarasvati" and "schema" are supported). Content identical to
+// the latest version of its name returns that version with created false.
+// A file that holds several definitions (a schema with children) loads
+// them all and returns the first, the others named in Related. An
 // invalid definition fails with a *DefinitionError.
 func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, format string) (*Definition, bool, error) {
 	if format == "" {
@@ -171,18 +216,30 @@ func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, fo
 	if err := e.syncDefinitions(ctx); err != nil {
 		return nil, false, err
 	}
-	if format == "bpmn" {
-		return e.loadBPMN(ctx, file, src)
-	}
-	g, err := e.compile(file, src, format)
+	gs, err := e.compileAll(file, src, format)
 	if err != nil {
 		return nil, false, err
 	}
-	stored, created, err := e.addGraph(ctx, g)
-	if err != nil {
-		return nil, false, err
+	// Prepare every graph first, so that a file loads whole or not at all.
+	for _, g := range gs {
+		if err := e.k.Prepare(g); err != nil {
+			return nil, false, definitionError(err)
+		}
 	}
-	return definitionOf(stored), created, nil
+	var first *Definition
+	created := false
+	for i, g := range gs {
+		stored, c, err := e.addGraph(ctx, g)
+		if err != nil {
+			return nil, false, err
+		}
+		if i == 0 {
+			first, created = definitionOf(stored), c
+		} else {
+			first.Related = append(first.Related, stored.Name)
+		}
+	}
+	return first, created, nil
 }
 
 func (e *Engine) loadDir(ctx context.Context, dir string) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -90,6 +91,10 @@ type Engine struct {
 
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
+
+	runMuR  sync.Mutex
+	runners map[string]Runner
+	pool    workPool
 
 	jobMu   sync.Mutex
 	jobWait map[string]chan struct{} // job type -> closed when jobs may be available
@@ -200,6 +205,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 func (e *Engine) Close() error {
 	e.Stop()
 	e.bg.Wait()
+	e.pool.close()
 	var err error
 	e.closeMu.Do(func() { err = e.store.Close() })
 	return err
@@ -338,12 +344,21 @@ func (e *Engine) indexOldRows(ctx context.Context) bool {
 	return len(rows) == 0
 }
 
-// fireTimer runs a due delayed token's guard again, as a command. If the
+// fireTimer runs a due delayed token's guard again, or wakes a token
+// whose work is due (work with a runner is run here first, see runWake),
+// as a command. If the
 // command fails (the guard cannot be evaluated, say), the failure is kept
 // on the timer, where the process shows it, and the timer is tried again
 // later, backing off from 30 s to 10 min.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
+	if err == nil && out.Run != nil {
+		// The token's work is due and has a runner: run it here.
+		if e.runner(out.Run.Runner) == nil {
+			return nil // another engine may have the runner
+		}
+		return e.runWake(ctx, wakeRun{process: t.Process, token: t.Token, work: *out.Run})
+	}
 	var failed *kernel.Error
 	switch {
 	case err == nil && out.Error != nil:
@@ -398,7 +413,6 @@ var errNoChange = errors.New("nothing to do")
 type tree struct {
 	root    *kernel.Process
 	version int64
-	context map[string]map[string]string // process id -> context
 	before  map[string]processFacts
 	// unindexed holds the processes whose rows were written without
 	// their waits (by an older Veena): their wait nodes are written whole.
@@ -408,16 +422,27 @@ type tree struct {
 type processFacts struct {
 	state     kernel.State
 	timers    int
+	context   map[string]string // a copy, to see changes
+	works     map[int]string    // node token -> key of the work it waits for
 	waitNodes []string
 	correl    string // the tokens waiting for messages and signals (messages.go)
 }
 
-func factsOf(p *kernel.Process) processFacts {
+func (e *Engine) factsOf(p *kernel.Process) processFacts {
 	f := processFacts{state: p.State}
+	if len(p.Context) > 0 {
+		f.context = maps.Clone(p.Context)
+	}
 	if p.State == kernel.Executing {
 		for _, t := range p.NodeTokens {
 			if isDelayed(t) {
 				f.timers++
+			} else if w := e.k.WakeOf(t); w != nil {
+				f.timers++
+				if f.works == nil {
+					f.works = map[int]string{}
+				}
+				f.works[t.ID] = w.Key
 			}
 		}
 		f.waitNodes = waitNodesOf(p)
@@ -432,13 +457,13 @@ func isDelayed(t *kernel.NodeToken) bool {
 
 // remember notes the facts of every process of the tree, as the next
 // command will find them.
-func (t *tree) remember() {
+func (e *Engine) remember(t *tree) {
 	if t.before == nil {
 		t.before = map[string]processFacts{}
 	} else {
 		clear(t.before)
 	}
-	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = factsOf(p) })
+	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = e.factsOf(p) })
 }
 
 // graphOf finds a definition version, reloading definitions once if this
@@ -473,11 +498,8 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 	if err != nil {
 		return nil, err
 	}
-	t := &tree{root: root, version: version, context: map[string]map[string]string{}}
+	t := &tree{root: root, version: version}
 	for _, r := range rows {
-		if len(r.Context) > 0 {
-			t.context[r.ID] = r.Context
-		}
 		if r.Waits == nil {
 			if t.unindexed == nil {
 				t.unindexed = map[string]bool{}
@@ -488,7 +510,7 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 			e.roots.put(r.ID, r.Root)
 		}
 	}
-	t.remember()
+	e.remember(t)
 	return t, nil
 }
 
@@ -518,7 +540,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
-		early = e.run(&tree{context: map[string]map[string]string{}}, fn, e.store, ctx)
+		early = e.run(&tree{}, fn, e.store, ctx)
 	}
 	var done *plan
 	var prev *outcome
@@ -585,6 +607,10 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 		if errors.Is(err, errNoChange) {
 			return &outcome{None: true}, nil
 		}
+		var due *wakeDue
+		if errors.As(err, &due) {
+			return &outcome{None: true, Run: &due.work}, nil
+		}
 		if errors.Is(err, store.ErrBusy) {
 			return nil, err
 		}
@@ -602,6 +628,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 // it any more, and the trees of finished processes would crowd out those
 // still running (and cost the garbage collector their scanning).
 func (e *Engine) committed(p *plan) {
+	if len(p.runs) > 0 {
+		e.dispatch(p.runs)
+	}
 	if p.tree != nil {
 		if s := p.tree.root.State; s != kernel.Completed && s != kernel.Canceled {
 			e.cache.put(p.tree.root.ID, p.tree)
@@ -630,11 +659,21 @@ type plan struct {
 	correlations []correlationWrite
 	waiting      []store.Correlation
 	signals      []string
-	ctxPut       []string // processes whose context starts to count
-	ctxDrop      []string // processes whose context stops counting
+	ctxPut       []*kernel.Process // processes whose context starts to count or changed
+	ctxDrop      []string          // processes whose context stops counting
 	unique       []string
 	bump         bool // the root row is not rewritten: set its version
 	cmd          *cmd // the work rows the command writes, its audit notes
+	// runs are the wakes with a runner that this command created and that
+	// the engine runs once it has committed (kernel.Wake.RunNow).
+	runs []wakeRun
+}
+
+// wakeRun is a piece of outside work to run after commit.
+type wakeRun struct {
+	process string
+	token   int
+	work    kernel.Wake
 }
 
 type timerWrite struct {
@@ -670,7 +709,7 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 		p.err = err
 		return p
 	}
-	if err := p.prepare(); err != nil {
+	if err := p.prepare(e); err != nil {
 		p.err = err
 		return p
 	}
@@ -680,7 +719,7 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 
 // prepare encodes the processes the command changed, their new events,
 // timers and context changes, and moves the tree to its next version.
-func (p *plan) prepare() error {
+func (p *plan) prepare(e *Engine) error {
 	t := p.tree
 	t.version++
 	var err error
@@ -691,7 +730,7 @@ func (p *plan) prepare() error {
 			return
 		}
 		var rec *store.Process
-		if rec, err = snapshot.Record(q, t.context[q.ID]); err != nil {
+		if rec, err = snapshot.Record(q); err != nil {
 			return
 		}
 		if q.Parent == nil {
@@ -720,8 +759,8 @@ func (p *plan) prepare() error {
 				p.appended = append(p.appended, r)
 			}
 		}
-		now := factsOf(q)
-		if now.correl != before.correl {
+		facts := e.factsOf(q)
+		if facts.correl != before.correl {
 			cs := correlationsOf(q, rec.Root)
 			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
 			old := map[int]bool{}
@@ -742,24 +781,31 @@ func (p *plan) prepare() error {
 		if len(q.Events) > 0 {
 			p.signals = append(p.signals, thrownSignals(q)...)
 		}
-		if now.timers > 0 || before.timers > 0 {
+		if facts.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
 			if q.State == kernel.Executing {
 				for _, tok := range q.NodeTokens {
 					if isDelayed(tok) {
 						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil})
+					} else if work := e.k.WakeOf(tok); work != nil {
+						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: work.Due})
+						if work.RunNow && work.Runner != "" && before.works[tok.ID] != work.Key {
+							p.runs = append(p.runs, wakeRun{process: q.ID, token: tok.ID, work: *work})
+						}
 					}
 				}
 			}
 			p.timers = append(p.timers, w)
 		}
-		if len(t.context[q.ID]) > 0 {
-			switch {
-			case q.State == kernel.Executing && (!known || before.state != kernel.Executing):
-				p.ctxPut = append(p.ctxPut, q.ID)
-			case q.State != kernel.Executing && known && before.state == kernel.Executing:
-				p.ctxDrop = append(p.ctxDrop, q.ID)
-			}
+		executing := q.State == kernel.Executing
+		wasExecuting := known && before.state == kernel.Executing
+		switch {
+		case executing && len(q.Context) > 0 && (!wasExecuting || !maps.Equal(before.context, q.Context)):
+			p.ctxPut = append(p.ctxPut, q)
+		case executing && len(q.Context) == 0 && wasExecuting && len(before.context) > 0:
+			p.ctxDrop = append(p.ctxDrop, q.ID)
+		case !executing && wasExecuting && len(before.context) > 0:
+			p.ctxDrop = append(p.ctxDrop, q.ID)
 		}
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
@@ -771,7 +817,7 @@ func (p *plan) prepare() error {
 		return err
 	}
 	p.bump = !rootSeen
-	t.remember()
+	e.remember(t)
 	return nil
 }
 
@@ -802,8 +848,8 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	for _, id := range p.ctxPut {
-		if err := tx.PutContext(ctx, id, p.tree.context[id], p.unique); err != nil {
+	for _, q := range p.ctxPut {
+		if err := tx.PutContext(ctx, q.ID, q.Context, uniqueKeys(p.unique, q.Context)); err != nil {
 			return err
 		}
 	}
@@ -813,6 +859,27 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 		}
 	}
 	return p.cmd.apply(ctx, tx)
+}
+
+// UniqueContextPrefix begins the context keys whose value may be held by
+// one executing process only, whatever Options.UniqueContextKeys says:
+// keys a format derives to identify its instances (a schema's routing
+// key "@schema:<name>").
+const UniqueContextPrefix = "@"
+
+// uniqueKeys adds to the configured unique keys those of c that begin
+// with UniqueContextPrefix.
+func uniqueKeys(configured []string, c map[string]string) []string {
+	out := configured
+	for k := range c {
+		if strings.HasPrefix(k, UniqueContextPrefix) {
+			if len(out) == len(configured) {
+				out = append([]string(nil), configured...)
+			}
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // rootOf returns the root of the tree a process belongs to: the process

@@ -23,12 +23,15 @@ type Definition struct {
 	// Label is the definition's display name (a BPMN process's name).
 	Label string `json:"label,omitempty"`
 	// Related names the other definitions loaded from the same file (a
-	// BPMN file with several executable processes).
+	// BPMN file with several executable processes, a schema's children).
 	Related []string `json:"related,omitempty"`
 	// Warnings are the static checks' findings (unreachable elements,
 	// joins that can deadlock, …), each with the line and column of the
 	// element it names.
 	Warnings []Problem `json:"warnings,omitempty"`
+	// Detail is what the definition's format says of it beyond nodes and
+	// arcs (a schema's context keys, trigger, initial almanac).
+	Detail any `json:"detail,omitempty"`
 }
 
 // Problem is a message about a definition, with where it is in the file.
@@ -49,6 +52,9 @@ type Node struct {
 	// "node", "wait", … for Sarasvati nodes).
 	Label string `json:"label"`
 	Kind  string `json:"kind"`
+	// Detail is what the format says of the node (a schema node's
+	// actions, waits and connections).
+	Detail any `json:"detail,omitempty"`
 }
 
 // Arc is an arc of a definition; Name is nil for the default arc.
@@ -62,15 +68,18 @@ type Arc struct {
 
 // Process is a process as the API shows it. Env holds persistent attributes only.
 type Process struct {
-	ID          string            `json:"id"`
-	Definition  string            `json:"definition"`
-	Version     int               `json:"version"`
-	State       string            `json:"state"`
-	Env         map[string]Value  `json:"env"`
-	ParentToken *string           `json:"parentToken"`
-	Context     map[string]string `json:"context,omitempty"`
-	CreatedAt   time.Time         `json:"createdAt"`
-	UpdatedAt   time.Time         `json:"updatedAt"`
+	ID          string           `json:"id"`
+	Definition  string           `json:"definition"`
+	Version     int              `json:"version"`
+	State       string           `json:"state"`
+	Env         map[string]Value `json:"env"`
+	ParentToken *string          `json:"parentToken"`
+	// Parent is the process that started this one as a detached child
+	// (a schema's child instance); "" otherwise.
+	Parent    string            `json:"parent,omitempty"`
+	Context   map[string]string `json:"context,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	UpdatedAt time.Time         `json:"updatedAt"`
 	// WaitingAt is where an executing process waits: its active node
 	// tokens and the joins where arc tokens wait (up to 20 in lists;
 	// WaitingMore counts the others).
@@ -152,6 +161,9 @@ type StartRequest struct {
 	// IdempotencyKey, if set, makes a retry of the same start return the
 	// first result (for Options.IdempotencyTTL).
 	IdempotencyKey string
+	// Setup, if set, prepares the new process before its start nodes run:
+	// a format's initial state (see kernel.Engine.StartWith).
+	Setup func(p *kernel.Process) error
 }
 
 // CompleteRequest completes a node token. Arcs nil means the default arcs;

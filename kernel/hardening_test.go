@@ -479,3 +479,60 @@ func TestInterruptStopsCommand(t *testing.T) {
 		t.Fatal("the interrupted command changed the process")
 	}
 }
+
+// TestRunawayWarnings: the cycles a token can go round without reaching a
+// wait state are found, and only those.
+func TestRunawayWarnings(t *testing.T) {
+	cases := []struct {
+		name  string
+		nodes []N
+		want  []string // the nodes of each cycle
+	}{
+		{"self loop", []N{{Name: "A", Start: true, Arcs: []string{"A"}}}, []string{"A"}},
+		{"a-b-a", []N{{Name: "S", Type: "wait", Start: true, Arcs: []string{"A"}}, {Name: "A", Arcs: []string{"B"}}, {Name: "B", Arcs: []string{"A"}}}, []string{"A,B"}},
+		{"a wait node in the cycle", []N{{Name: "A", Start: true, Arcs: []string{"B"}}, {Name: "B", Type: "wait", Arcs: []string{"A"}}}, nil},
+		{"a named arc a node never takes", []N{{Name: "A", Start: true, Arcs: []string{"B:back"}}, {Name: "B", Arcs: []string{"A"}}}, nil},
+		{"a named arc a guard may skip to", []N{{Name: "A", Start: true, Guard: "Skip back", Arcs: []string{"B:back"}}, {Name: "B", Arcs: []string{"A"}}}, []string{"A,B"}},
+		{"a first join merges", []N{{Name: "A", Start: true, Join: graph.JoinFirst, Arcs: []string{"B"}}, {Name: "B", Arcs: []string{"A"}}}, nil},
+		{"an and join with two inputs waits", []N{{Name: "S", Start: true, Arcs: []string{"A"}}, {Name: "A", Join: graph.JoinAnd, Arcs: []string{"B"}}, {Name: "B", Arcs: []string{"A"}}}, nil},
+		{"an and join with one input fires", []N{{Name: "A", Start: true, Join: graph.JoinAnd, Arcs: []string{"A"}}}, []string{"A"}},
+		{"a script on a named arc", []N{{Name: "A", Type: "script", Start: true, Custom: jsCustom(`1`), Arcs: []string{"A:again"}}}, []string{"A"}},
+		{"two cycles", []N{{Name: "A", Start: true, Arcs: []string{"B", "C"}}, {Name: "B", Arcs: []string{"A"}}, {Name: "C", Arcs: []string{"D"}}, {Name: "D", Type: "script", Custom: jsCustom(`1`), Arcs: []string{"C"}}}, []string{"A,B", "C,D"}},
+		{"a custom type is taken to wait", []N{{Name: "A", Type: "task", Start: true, Arcs: []string{"A"}}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := testKernel()
+			k.RegisterNodeType("task", func(*graph.Node) (NodeType, error) {
+				return NodeTypeFunc(func(*Engine, *NodeToken) error { return nil }), nil
+			})
+			g := mkGraph(t, "cycles", c.nodes...)
+			if err := k.Prepare(g); err != nil {
+				t.Fatal(err)
+			}
+			var have []string
+			for _, cyc := range graph.RunawayCycles(g, func(n *graph.Node, a *graph.Arc) bool {
+				im, ok := n.Runtime.(*nodeRuntime).typ.(Immediate)
+				return ok && im.TakesAtOnce(n, a)
+			}) {
+				var names []string
+				for _, n := range cyc {
+					names = append(names, n.Name)
+				}
+				have = append(have, strings.Join(names, ","))
+			}
+			if strings.Join(have, " ") != strings.Join(c.want, " ") {
+				t.Fatalf("cycles %v, want %v", have, c.want)
+			}
+			ws := k.RunawayWarnings(g)
+			if len(ws) != len(c.want) {
+				t.Fatalf("%d warnings for %d cycles: %v", len(ws), len(c.want), ws)
+			}
+			for _, w := range ws {
+				if !strings.Contains(w.Message, "without a wait state") {
+					t.Fatalf("warning %q", w.Message)
+				}
+			}
+		})
+	}
+}

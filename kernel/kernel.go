@@ -31,6 +31,7 @@ type Kernel struct {
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
 	named       map[string]Listener
+	receivers   map[string]Receiver
 	settlers    []Settler
 	prepMu      sync.Mutex
 	limitsOnce  sync.Once
@@ -234,6 +235,8 @@ type Engine struct {
 	script atomic.Pointer[running] // the script the command runs, if any
 
 	backtracking bool // undoing tokens: completions are not dead ends
+
+	values map[any]any // node types' scratch space for the command
 }
 
 // Engine returns an engine for commands at time now.
@@ -984,7 +987,9 @@ func (e *Engine) Cancel(p *Process) error {
 
 func (e *Engine) cancel(p *Process) {
 	for _, c := range p.Nested {
-		if c.ParentToken != nil && c.ParentToken.active && (c.State == Created || c.State == Executing) {
+		// A detached nested process (no parent token, see StartChild) is
+		// cancelled with its parent, as is one whose parent token waits.
+		if (c.ParentToken == nil || c.ParentToken.active) && (c.State == Created || c.State == Executing) {
 			e.cancel(c)
 		}
 	}

@@ -291,14 +291,7 @@ func (r rubricEnv) StringFunction(name string) (string, error) {
 }
 
 func (k *Kernel) registerBuiltins() {
-	k.RegisterNodeType(graph.TypeNode, func(*graph.Node) (NodeType, error) {
-		return NodeTypeFunc(func(e *Engine, t *NodeToken) error {
-			if t.Complete { // a listener completed it already
-				return nil
-			}
-			return e.Complete(t)
-		}), nil
-	})
+	k.RegisterNodeType(graph.TypeNode, func(*graph.Node) (NodeType, error) { return plainNode{}, nil })
 	k.RegisterNodeType(graph.TypeWait, newWaitNode)
 	k.RegisterNodeType(graph.TypeNested, newNestedNode)
 	k.RegisterNodeType(graph.TypeScript, newScriptNode)
@@ -335,4 +328,46 @@ func (nn nestedNode) Execute(e *Engine, t *NodeToken) error {
 	child := e.newProcess(g, t.FullEnv().Copy(), t.Process, t)
 	e.startProcess(child)
 	return nil
+}
+
+// plainNode is the node type "node": it completes its token on the default
+// arcs at once.
+type plainNode struct{}
+
+func (plainNode) Execute(e *Engine, t *NodeToken) error {
+	if t.Complete { // a listener completed it already
+		return nil
+	}
+	return e.Complete(t)
+}
+
+// TakesAtOnce: the default arcs, and any other a Skip guard may name.
+func (plainNode) TakesAtOnce(n *graph.Node, a *graph.Arc) bool {
+	return a.Name == "" || strings.TrimSpace(n.Guard) != ""
+}
+
+// Immediate is implemented by node types that complete a token as soon as
+// it is accepted, without waiting for a command: TakesAtOnce reports
+// whether a node of the type may leave on arc a that way. The check for
+// cycles without a wait state (RunawayWarnings) relies on it; node types
+// that do not implement it are taken to wait.
+type Immediate interface {
+	TakesAtOnce(n *graph.Node, a *graph.Arc) bool
+}
+
+// RunawayWarnings describes the cycles of g that a token can go round
+// without reaching a wait state (see graph.RunawayCycles), for a graph the
+// kernel has prepared; nil if it is not prepared.
+func (k *Kernel) RunawayWarnings(g *graph.Graph) []graph.Problem {
+	if err := k.Prepare(g); err != nil {
+		return nil
+	}
+	return graph.RunawayWarnings(g, func(n *graph.Node, a *graph.Arc) bool {
+		rt, ok := n.Runtime.(*nodeRuntime)
+		if !ok {
+			return false
+		}
+		im, ok := rt.typ.(Immediate)
+		return ok && im.TakesAtOnce(n, a)
+	})
 }

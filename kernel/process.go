@@ -215,6 +215,14 @@ type Process struct {
 	Listeners   []ListenerRef
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Context holds the pairs that route incoming events to this process
+	// (the engine indexes them while the process executes). Replace the
+	// map, or set Dirty, when changing it.
+	Context map[string]string
+	// Ext is a format's own state of the process, ExtData its stored
+	// encoding until the format decodes it (see Extension).
+	Ext     Extension
+	ExtData []byte
 
 	// Seq is the last creation sequence number handed out.
 	Seq int64

@@ -166,6 +166,9 @@ func (s *scriptNode) Execute(e *Engine, t *NodeToken) error {
 	return nil
 }
 
+// TakesAtOnce: a script completes its token when it ends, on any arc.
+func (s *scriptNode) TakesAtOnce(*graph.Node, *graph.Arc) bool { return true }
+
 // abortError carries a command failure raised inside a script out of it.
 type abortError struct{ err error }
 

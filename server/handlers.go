@@ -744,10 +744,17 @@ func (s *Server) patchTokenEnv(w http.ResponseWriter, r *http.Request) {
 
 // EventBody is the body of POST /api/v1/events: an event for the one
 // executing process whose context holds every pair of Match.
+// With a name, it is an event for a schema instance, routed by its
+// context (Context, or Match) with a payload (see Schemas).
 type EventBody struct {
 	Match pairs  `json:"match"`
 	Node  string `json:"node,omitempty"`
 	Env   attrs  `json:"env,omitempty"`
+
+	Name    string          `json:"name,omitempty"`
+	Context pairs           `json:"context,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	ID      string          `json:"id,omitempty"`
 }
 
 // sendEvent delivers an incoming event by context: the body's env is merged
@@ -756,6 +763,14 @@ type EventBody struct {
 func (s *Server) sendEvent(w http.ResponseWriter, r *http.Request) {
 	var body EventBody
 	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	if body.Name != "" {
+		s.sendSchemaEvent(w, r, &body)
+		return
+	}
+	if body.Context != nil || body.Payload != nil || body.ID != "" {
+		badRequest(w, "context, payload and id are for named events: give the event a name")
 		return
 	}
 	if len(body.Match) == 0 {

@@ -204,3 +204,30 @@ func TestRunawayInputsAnswered(t *testing.T) {
 		t.Fatalf("the Go heap grew by %d MiB and stayed", grew>>20)
 	}
 }
+
+// TestLoadWarnsOfRunawayCycles: loading a definition with a cycle that a
+// token can go round without reaching a wait state answers the definition
+// with a warning naming the cycle's nodes and where the first is; the
+// definition still loads. A definition without one has no warnings.
+func TestLoadWarnsOfRunawayCycles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends(t)[0], envOptions{})
+	for _, path := range []string{"", "/api/v1/definitions/loop"} {
+		var d veena.Definition
+		if path == "" {
+			d = e.load(defSelfLoop)
+		} else {
+			r := e.get(path)
+			e.want(r, http.StatusOK, "")
+			r.decode(t, &d)
+		}
+		if len(d.Warnings) != 1 || d.Warnings[0].Line != 2 || d.Warnings[0].Column == 0 ||
+			!strings.Contains(d.Warnings[0].Message, "A, B") || !strings.Contains(d.Warnings[0].Message, "without a wait state") {
+			t.Fatalf("warnings %+v", d.Warnings)
+		}
+	}
+	r := e.do(req{method: "POST", path: "/api/v1/definitions", body: testutil.DefAB, ctype: "application/xml"})
+	if strings.Contains(string(r.body), "warnings") {
+		t.Fatalf("a definition without a runaway cycle has warnings: %s", r.body)
+	}
+}

@@ -60,6 +60,10 @@ var statusOf = map[string]int{
 	"budget_exceeded":        http.StatusUnprocessableEntity,
 	"limit_exceeded":         http.StatusUnprocessableEntity,
 	CodeUnavailable:          http.StatusServiceUnavailable,
+	CodeNotConfigured:        http.StatusNotImplemented,
+	"not_a_schema_instance":  http.StatusConflict,
+	"event_queue_full":       http.StatusConflict,
+	"stale_wake":             http.StatusConflict,
 	"schema_mismatch":        http.StatusServiceUnavailable,
 	CodeInternal:             http.StatusInternalServerError,
 }

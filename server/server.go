@@ -49,6 +49,7 @@ type Engine interface {
 	WaitingCommands(ctx context.Context) (int, error)
 	Attention(ctx context.Context) (*veena.Attention, error)
 	Waiting(ctx context.Context, f veena.ProcessFilter) (*veena.WaitingPage, error)
+	WorkEngine
 }
 
 // Config configures a Server.
@@ -73,6 +74,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Registry receives the server's metrics; nil makes a private registry.
 	Registry *prometheus.Registry
+	// Schemas runs schema instances (named events, almanacs, node
+	// instances); nil answers those requests with not_configured.
+	Schemas Schemas
 }
 
 // Server is the HTTP handler of the API.
@@ -142,6 +146,12 @@ func New(cfg Config) *Server {
 	s.handle("POST", "/api/v1/events", auth.RoleOperator, s.sendEvent)
 	s.handle("POST", "/api/v1/messages", auth.RoleOperator, s.publishMessage)
 	s.handle("POST", "/api/v1/signals", auth.RoleOperator, s.broadcastSignal)
+
+	s.workRoutes()
+
+	s.handle("GET", "/api/v1/processes/{id}/almanac", auth.RoleViewer, s.getAlmanac)
+	s.handle("PATCH", "/api/v1/processes/{id}/almanac", auth.RoleOperator, s.patchAlmanac)
+	s.handle("GET", "/api/v1/processes/{id}/nodes", auth.RoleViewer, s.getNodes)
 
 	s.handle("GET", "/api/v1/whoami", auth.RoleViewer, s.whoami)
 	s.handle("GET", "/api/v1/openapi.json", auth.RoleNone, s.openapi)
@@ -238,9 +248,10 @@ const identityKey ctxKey = 0
 // identity is who made the request; open when the server runs without
 // access tokens (every request then has the admin role).
 type identity struct {
-	name string
-	role auth.Role
-	open bool
+	name   string
+	groups []string
+	role   auth.Role
+	open   bool
 }
 
 func identityOf(ctx context.Context) identity {
@@ -300,7 +311,7 @@ func (s *Server) guardStream(need auth.Role, h http.HandlerFunc, queryToken bool
 			writeProblem(w, newProblem(CodeForbidden, fmt.Sprintf("the %s role may not do this; it needs the %s role", id.Role, need)))
 			return
 		}
-		ctx := context.WithValue(r.Context(), identityKey, identity{name: id.Name, role: id.Role})
+		ctx := context.WithValue(r.Context(), identityKey, identity{name: id.Name, groups: id.Groups, role: id.Role})
 		h(w, r.WithContext(ctx))
 	}
 }
@@ -404,9 +415,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // WhoAmI is the answer of GET /api/v1/whoami.
 type WhoAmI struct {
-	Role         string `json:"role"`
-	Name         string `json:"name,omitempty"`
-	AuthRequired bool   `json:"authRequired"`
+	Role         string   `json:"role"`
+	Name         string   `json:"name,omitempty"`
+	Groups       []string `json:"groups,omitempty"`
+	AuthRequired bool     `json:"authRequired"`
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
@@ -415,7 +427,7 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, WhoAmI{Role: "open", AuthRequired: false})
 		return
 	}
-	writeJSON(w, http.StatusOK, WhoAmI{Role: id.role.String(), Name: id.name, AuthRequired: true})
+	writeJSON(w, http.StatusOK, WhoAmI{Role: id.role.String(), Name: id.name, Groups: id.groups, AuthRequired: true})
 }
 
 // Timeouts of the HTTP server. WriteTimeout does not bound event streams:

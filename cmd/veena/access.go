@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,11 +40,16 @@ A running server notices changes within a second.`,
 		return defaultTokensFile(db)
 	}
 
-	var role, name string
+	var role, name, groups string
 	create := &cobra.Command{
-		Use:   "create --role ROLE --name NAME",
+		Use:   "create --role ROLE --name NAME [--groups G1,G2]",
 		Short: "Create an access token and print it (once: it is stored hashed)",
-		Args:  cobra.NoArgs,
+		Long: `Create an access token and print it (once: it is stored hashed).
+
+The name is the user who acts with the token: tasks it claims, saves and
+completes are that user's, and --groups are the groups the user is in (for
+inboxes of candidate groups, "mine" and claiming).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := auth.ParseRole(role)
 			if err != nil {
@@ -52,7 +58,7 @@ A running server notices changes within a second.`,
 			if name == "" {
 				return fmt.Errorf("veena access-token create: --name is required (it names the token for listing and revoking)")
 			}
-			secret, err := auth.Create(path(), name, r)
+			secret, err := auth.Create(path(), name, r, strings.Split(groups, ",")...)
 			if err != nil {
 				return fmt.Errorf("veena access-token create: %w", err)
 			}
@@ -63,7 +69,8 @@ A running server notices changes within a second.`,
 		},
 	}
 	create.Flags().StringVar(&role, "role", "", "viewer, operator or admin")
-	create.Flags().StringVar(&name, "name", "", "a name for the token")
+	create.Flags().StringVar(&name, "name", "", "a name for the token: the user who acts with it")
+	create.Flags().StringVar(&groups, "groups", "", "the user's groups, comma-separated")
 
 	var listOut outputFlag
 	list := &cobra.Command{
@@ -83,11 +90,12 @@ A running server notices changes within a second.`,
 				type entry struct {
 					Name    string    `json:"name"`
 					Role    string    `json:"role"`
+					Groups  []string  `json:"groups,omitempty"`
 					Created time.Time `json:"createdAt"`
 				}
 				entries := []entry{}
 				for _, e := range f.Tokens {
-					entries = append(entries, entry{Name: e.Name, Role: e.Role, Created: e.CreatedAt})
+					entries = append(entries, entry{Name: e.Name, Role: e.Role, Groups: e.Groups, Created: e.CreatedAt})
 				}
 				return printJSON(out, entries)
 			}
@@ -96,9 +104,9 @@ A running server notices changes within a second.`,
 				return nil
 			}
 			tw := table(out)
-			fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
+			fmt.Fprintln(tw, "NAME\tROLE\tGROUPS\tCREATED")
 			for _, e := range f.Tokens {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.Role, stamp(e.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Role, strings.Join(e.Groups, ","), stamp(e.CreatedAt))
 			}
 			return tw.Flush()
 		},

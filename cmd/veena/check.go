@@ -143,6 +143,15 @@ func warningsOf(d *veena.Definition) []string {
 	if !start {
 		out = append(out, fmt.Sprintf("definition %s has no start node: it cannot be started on its own (it can be imported as an external, or run by a nested node)", d.Name))
 	}
+	// The definition's own warnings, as loading reports them (a cycle
+	// without a wait state, …).
+	for _, w := range d.Warnings {
+		if w.Line > 0 {
+			out = append(out, fmt.Sprintf("%s (line %d, column %d)", w.Message, w.Line, w.Column))
+		} else {
+			out = append(out, w.Message)
+		}
+	}
 	return out
 }
 

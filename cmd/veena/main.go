@@ -77,6 +77,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   veena definitions load order.wf.xml  load a definition into the running server
   veena processes start order          start a process
   veena events send --match order=o-1  deliver an event to the process whose context matches
+  veena tasks list --mine              my inbox; tasks claim/save/complete work it
+  veena worker --type T -- cmd …       run a shell command for every job of type T
 
 Client commands talk to --url (VEENA_URL, default http://` + DefaultAddr + `)
 with the access token --token (VEENA_TOKEN).`,
@@ -96,6 +98,10 @@ with the access token --token (VEENA_TOKEN).`,
 		newProcessesCmd(),
 		newTokensCmd(),
 		newEventsCmd(),
+		newTasksCmd(),
+		newJobsCmd(),
+		newIncidentsCmd(),
+		newWorkerCmd(),
 		newAccessTokenCmd(),
 		newOldTokenCmd(),
 		newWhoamiCmd(),

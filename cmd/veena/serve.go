@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/veena-wf/veena/schema"
 	"io"
 	"log/slog"
 	"math"
@@ -241,8 +242,13 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 	if err != nil {
 		return fmt.Errorf("veena serve: open the store %s: %w", where, err)
 	}
+	// Schemas run on the same kernel; their registered actions would be
+	// added here by a program embedding Veena (the CLI server has none, so
+	// schemas served by it use built-in actions and jobs).
 	k := kernel.New()
 	k.ScriptTimeout, k.ScriptMemory = o.scriptTimeout, o.scriptMemory
+	schemas := schema.New()
+	schemas.Register(k)
 	eng, err := veena.Open(ctx, veena.Options{Store: st, Kernel: k, Limits: o.limits, Logger: logger, DefinitionsDir: o.definitions, IdempotencyTTL: ttl, NoMigrate: o.noMigrate, UniqueContextKeys: o.uniqueContext})
 	if err != nil {
 		if sv, ok := st.(store.SchemaVersioner); ok && o.noMigrate && errors.Is(err, store.ErrSchema) {
@@ -268,8 +274,10 @@ func serve(ctx context.Context, o *serveOptions, stdout, stderr io.Writer, ready
 		ln.Close()
 		return fmt.Errorf("veena serve: refusing to listen on %s without access tokens", ln.Addr())
 	}
+	schemas.Attach(eng)
 	srv := server.New(server.Config{
 		Engine:   eng,
+		Schemas:  schemas,
 		Auth:     authn,
 		Loopback: loopback,
 		Console:  console.Handler(),

@@ -116,3 +116,98 @@ func describeGraph(b *strings.Builder, g *graph.Graph) {
 		fmt.Fprintf(b, "  %d %s -> %s %q\n", a.Index, a.From.Name, a.To.Name, a.Name)
 	}
 }
+
+// Detail is what the API shows of a schema node beyond its graph node:
+// its waits, its actions (with their argument templates) and its
+// connections with their conditions.
+func (n *Node) Detail() any {
+	d := map[string]any{}
+	if n.Description != "" {
+		d["description"] = n.Description
+	}
+	if w := n.Event; w != nil {
+		ev := map[string]any{"name": w.Name}
+		if w.When != nil {
+			ev["when"] = w.When.Source
+		}
+		d["event"] = ev
+	}
+	if w := n.Timer; w != nil {
+		if w.At != nil {
+			d["timer"] = map[string]any{"at": w.At.Source}
+		} else {
+			d["timer"] = map[string]any{"after": w.After.String()}
+		}
+	}
+	acts := make([]map[string]any, len(n.Actions))
+	for i, a := range n.Actions {
+		x := map[string]any{"id": a.ID}
+		if a.Job != "" {
+			x["job"] = a.Job
+		} else {
+			x["do"] = a.Do
+		}
+		if a.With != nil {
+			x["with"] = a.With.Template()
+		}
+		if a.Result != "" {
+			x["result"] = a.Result
+		}
+		if a.Retry.Max > 0 {
+			x["retry"] = map[string]any{"max": a.Retry.Max, "delay": a.Retry.Delay.String()}
+		}
+		acts[i] = x
+	}
+	d["actions"] = acts
+	next := make([]map[string]any, len(n.Next))
+	for i, x := range n.Next {
+		y := map[string]any{"to": x.To, "arc": x.Arc}
+		if x.Label != "" {
+			y["label"] = x.Label
+		}
+		if x.When != nil {
+			y["when"] = x.When.Source
+		}
+		next[i] = y
+	}
+	d["next"] = next
+	return d
+}
+
+// Detail is what the API shows of a schema beyond its nodes: context
+// keys, trigger, initial almanac, children.
+func (s *Schema) Detail() any {
+	d := map[string]any{"routingKeys": s.RoutingKeys()}
+	if s.Description != "" {
+		d["description"] = s.Description
+	}
+	if len(s.Inherit) > 0 {
+		d["inherit"] = s.Inherit
+	}
+	if t := s.Trigger; t != nil {
+		x := map[string]any{"event": t.Event}
+		if t.When != nil {
+			x["when"] = t.When.Source
+		}
+		if t.FromParent {
+			x["from"] = ToParent
+		}
+		d["trigger"] = x
+	}
+	alm := map[string]any{}
+	for _, e := range s.Almanac {
+		alm[e.Key] = e.Value
+	}
+	d["almanac"] = alm
+	var children []string
+	for _, c := range s.Children {
+		children = append(children, c.Name)
+	}
+	if len(children) > 0 {
+		d["children"] = children
+	}
+	if s.Parent != nil {
+		d["parent"] = s.Parent.Name
+	}
+	return d
+}

@@ -64,9 +64,11 @@ func ParseRole(s string) (Role, error) {
 // Allows reports whether r includes need.
 func (r Role) Allows(need Role) bool { return r >= need }
 
-// Entry is one stored token: its name, role and the hex SHA-256 of the secret.
+// Entry is one stored token: its name (the user who acts with it), the
+// groups that user is in, its role and the hex SHA-256 of the secret.
 type Entry struct {
 	Name      string    `json:"name"`
+	Groups    []string  `json:"groups,omitempty"`
 	Role      string    `json:"role"`
 	Hash      string    `json:"hash"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -150,10 +152,14 @@ func WriteFile(path string, f *File) error {
 }
 
 // Create adds a token to the file at path and returns its secret, which is
-// not stored anywhere.
-func Create(path, name string, role Role) (string, error) {
+// not stored anywhere. The token acts as the user name, in groups.
+func Create(path, name string, role Role, groups ...string) (string, error) {
 	if !nameRE.MatchString(name) {
 		return "", fmt.Errorf("token name %q: use 1-64 letters, digits, '.', '_', '@' or '-'", name)
+	}
+	groups, err := CleanGroups(groups)
+	if err != nil {
+		return "", err
 	}
 	if role == RoleNone {
 		return "", errors.New("a token needs a role")
@@ -171,7 +177,7 @@ func Create(path, name string, role Role) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f.Tokens = append(f.Tokens, Entry{Name: name, Role: role.String(), Hash: Hash(secret), CreatedAt: time.Now().UTC().Truncate(time.Second)})
+	f.Tokens = append(f.Tokens, Entry{Name: name, Groups: groups, Role: role.String(), Hash: Hash(secret), CreatedAt: time.Now().UTC().Truncate(time.Second)})
 	if err := WriteFile(path, f); err != nil {
 		return "", err
 	}
@@ -200,17 +206,39 @@ func Revoke(path, name string) error {
 	return WriteFile(path, f)
 }
 
-// Identity is who a request comes from.
-type Identity struct {
-	Name string
-	Role Role
+// CleanGroups checks group names (as token names: letters, digits, '.',
+// '_', '@', '-') and drops blanks and repeats.
+func CleanGroups(groups []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, g := range groups {
+		g = strings.TrimSpace(g)
+		if g == "" || seen[g] {
+			continue
+		}
+		if !nameRE.MatchString(g) {
+			return nil, fmt.Errorf("group name %q: use 1-64 letters, digits, '.', '_', '@' or '-'", g)
+		}
+		seen[g] = true
+		out = append(out, g)
+	}
+	return out, nil
 }
 
-// stored is a token the authenticator knows: its name, role and hash.
+// Identity is who a request comes from: the user (the token's name), the
+// user's groups and the token's role.
+type Identity struct {
+	Name   string
+	Groups []string
+	Role   Role
+}
+
+// stored is a token the authenticator knows: its name, groups, role and hash.
 type stored struct {
-	name string
-	role Role
-	hash [32]byte
+	name   string
+	groups []string
+	role   Role
+	hash   [32]byte
 }
 
 // Authenticator checks bearer tokens against tokens given at start
@@ -320,7 +348,7 @@ func (a *Authenticator) reload(force bool) error {
 		}
 		var h [32]byte
 		copy(h[:], raw)
-		list = append(list, stored{name: e.Name, role: r, hash: h})
+		list = append(list, stored{name: e.Name, groups: e.Groups, role: r, hash: h})
 	}
 	a.fromFile, a.modTime, a.size = list, fi.ModTime(), fi.Size()
 	a.setFileErr(nil)
@@ -358,7 +386,7 @@ func (a *Authenticator) Check(secret string) (Identity, bool) {
 			// Compare with every entry, so the time taken does not depend on
 			// which entry matches.
 			if subtle.ConstantTimeCompare(h[:], s.hash[:]) == 1 && !ok {
-				found, ok = Identity{Name: s.name, Role: s.role}, true
+				found, ok = Identity{Name: s.name, Groups: s.groups, Role: s.role}, true
 			}
 		}
 	}

@@ -230,6 +230,15 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 		b = appendName(b, l.Name)
 		b = appendUvarint(b, uint64(l.Mask))
 	}
+	// The format's own state, if any, ends the snapshot (older snapshots
+	// end after the listeners).
+	ext, err := p.EncodedExt()
+	if err != nil {
+		return nil, err
+	}
+	if len(ext) > 0 {
+		b = appendBytes(b, ext)
+	}
 	return b, nil
 }
 
@@ -419,6 +428,12 @@ func decodeBinary(b []byte) (snapshot, error) {
 		s.Listeners = make([]listener, n)
 		for i := range s.Listeners {
 			s.Listeners[i] = listener{Name: r.String(), Mask: r.Uvarint()}
+		}
+	}
+	if r.Err == nil && len(r.B) > 0 {
+		// An extension is never written empty.
+		if s.Ext = append([]byte(nil), r.Bytes()...); r.Err == nil && len(s.Ext) == 0 {
+			r.Err = fmt.Errorf("%w: an empty extension", errBinary)
 		}
 	}
 	if r.Err == nil && len(r.B) > 0 {

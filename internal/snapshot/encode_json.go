@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 
@@ -165,6 +166,15 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	ext, err := p.EncodedExt()
+	if err != nil {
+		return nil, err
+	}
+	if len(ext) > 0 {
+		b = append(b, `,"x":"`...)
+		b = base64.StdEncoding.AppendEncode(b, ext)
+		b = append(b, '"')
 	}
 	return append(b, '}'), nil
 }

@@ -27,6 +27,7 @@ type snapshot struct {
 	Arcs      []arc             `json:"a,omitempty"`
 	Sets      []tokenSet        `json:"s,omitempty"`
 	Listeners []listener        `json:"l,omitempty"`
+	Ext       []byte            `json:"x,omitempty"` // the format's own state (kernel.Extension)
 }
 
 type node struct {
@@ -214,6 +215,11 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 	for _, l := range p.Listeners {
 		s.Listeners = append(s.Listeners, listener{Name: l.Name, Mask: uint64(l.Mask)})
 	}
+	ext, err := p.EncodedExt()
+	if err != nil {
+		return nil, err
+	}
+	s.Ext = ext
 	return json.Marshal(&s)
 }
 
@@ -237,8 +243,9 @@ func DecodeEnv(b []byte) (map[string]kernel.Value, error) {
 	return m, nil
 }
 
-// Record builds the store row of a process: its columns and snapshot.
-func Record(p *kernel.Process, c map[string]string) (*store.Process, error) {
+// Record builds the store row of a process: its columns (its context
+// among them) and snapshot.
+func Record(p *kernel.Process) (*store.Process, error) {
 	snap, err := Encode(p)
 	if err != nil {
 		return nil, fmt.Errorf("encode process %s: %w", p.ID, err)
@@ -250,7 +257,7 @@ func Record(p *kernel.Process, c map[string]string) (*store.Process, error) {
 	r := &store.Process{
 		ID: p.ID, Root: p.Root().ID, ParentToken: -1,
 		Definition: p.Graph.Name, Version: p.Graph.Version, State: p.State.String(),
-		Context: c, Env: env, Snapshot: snap, EventSeq: p.EventSeq,
+		Context: p.Context, Env: env, Snapshot: snap, EventSeq: p.EventSeq,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 	if p.Parent != nil {
@@ -452,6 +459,10 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 	}
 	for _, l := range s.Listeners {
 		p.Listeners = append(p.Listeners, kernel.ListenerRef{Name: l.Name, Mask: kernel.MaskFromStored(l.Mask)})
+	}
+	p.ExtData = s.Ext
+	if len(r.Context) > 0 {
+		p.Context = r.Context
 	}
 	return p, nil
 }

@@ -48,7 +48,7 @@ func roundTrip(t *testing.T, repo *graph.Repository, root *kernel.Process) *kern
 	t.Helper()
 	var rows []*store.Process
 	root.Walk(func(p *kernel.Process) {
-		r, err := snapshot.Record(p, nil)
+		r, err := snapshot.Record(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/server"
+	"github.com/veena-wf/veena/store/memstore"
+)
+
+const approvalDef = `<?xml version="1.0"?>
+<process-definition name="approval" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="start" isStart="true"><arc to="review"/></node>
+  <node name="review" type="wait">
+    <arc to="charge" name="approve"/>
+    <arc to="rejected" name="reject"/>
+    <custom><task><label>Review the order</label><candidateGroups>sales</candidateGroups></task></custom>
+  </node>
+  <node name="charge" type="wait">
+    <arc to="done"/>
+    <custom><job type="charge-card" retries="1"/></custom>
+  </node>
+  <node name="done"/>
+  <node name="rejected"/>
+</process-definition>
+`
+
+// The task, job and incident commands and the shell worker, against a
+// server in process.
+func TestWorkCommands(t *testing.T) {
+	ctx := context.Background()
+	eng, err := veena.Open(ctx, veena.Options{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ts := httptest.NewServer(server.New(server.Config{Engine: eng, Loopback: true}))
+	defer ts.Close()
+	file := filepath.Join(t.TempDir(), "approval.wf.xml")
+	writeFile(t, file, approvalDef)
+	veenaCmd := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(ctx, append(args, "--url", ts.URL), strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := veenaCmd(args...)
+		if code != 0 {
+			t.Fatalf("veena %s: %d %s %s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+	must("definitions", "load", file)
+	var p veena.Process
+	if err := json.Unmarshal([]byte(must("processes", "start", "approval", "-o", "json")), &p); err != nil {
+		t.Fatal(err)
+	}
+	out := must("tasks", "list", "--mine", "--user", "alice", "--groups", "sales")
+	if !strings.Contains(out, "Review the order") || !strings.Contains(out, "@sales") {
+		t.Fatalf("inbox: %s", out)
+	}
+	if out := must("tasks", "list", "--mine", "--user", "carol", "--groups", "support"); !strings.Contains(out, "No tasks.") {
+		t.Fatalf("carol's inbox: %s", out)
+	}
+	var page veena.TaskPage
+	json.Unmarshal([]byte(must("tasks", "list", "-o", "json")), &page)
+	id := page.Items[0].ID
+	if out := must("tasks", "claim", id, "--user", "alice"); !strings.Contains(out, "held by alice") {
+		t.Fatalf("claim: %s", out)
+	}
+	if _, errOut, code := veenaCmd("tasks", "claim", id, "--user", "bob"); code != 1 || !strings.Contains(errOut, "(task_claimed)") {
+		t.Fatalf("bob's claim: %d %s", code, errOut)
+	}
+	if out := must("tasks", "save", id, "note=call back", "--user", "alice"); !strings.Contains(out, `"call back"`) {
+		t.Fatalf("save: %s", out)
+	}
+	if out := must("tasks", "show", id); !strings.Contains(out, "held by:    alice") {
+		t.Fatalf("show: %s", out)
+	}
+	must("tasks", "complete", id, "approved=true", "--outcome", "approve", "--user", "alice")
+	if out := must("jobs", "list", "--process", p.ID); !strings.Contains(out, "charge-card") || !strings.Contains(out, "open") {
+		t.Fatalf("jobs: %s", out)
+	}
+
+	// A shell worker fails the job (exit 2); with one retry an incident
+	// opens; resolving it offers the job again and a second worker pays.
+	script := filepath.Join(t.TempDir(), "charge.sh")
+	writeFile(t, script, "#!/bin/sh\nread vars\necho \"card declined for $VEENA_PROCESS\" >&2\nexit 2\n")
+	os.Chmod(script, 0o755)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		var o, e bytes.Buffer
+		done <- run(wctx, []string{"worker", "--type", "charge-card", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &e)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	var incidents veena.IncidentPage
+	for len(incidents.Items) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		json.Unmarshal([]byte(must("incidents", "list", "-o", "json")), &incidents)
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("worker exit %d", code)
+	}
+	if len(incidents.Items) != 1 || !strings.Contains(incidents.Items[0].Message, "card declined for "+p.ID) {
+		t.Fatalf("incidents %+v", incidents)
+	}
+	if out := must("incidents", "list"); !strings.Contains(out, "job_failed") {
+		t.Fatalf("incidents list: %s", out)
+	}
+	must("incidents", "resolve", incidents.Items[0].ID, "--retries", "1")
+	writeFile(t, script, "#!/bin/sh\ncat >/dev/null\necho '{\"receipt\": \"R-9\"}'\n")
+	wctx, stop = context.WithCancel(ctx)
+	go func() {
+		var o, e bytes.Buffer
+		done <- run(wctx, []string{"worker", "--type", "charge-card", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &e)
+	}()
+	for time.Now().Before(deadline) {
+		q, _ := eng.Process(ctx, p.ID)
+		if q.State == "completed" {
+			if q.Env["receipt"].Str() != "R-9" || !q.Env["approved"].BoolValue() {
+				t.Fatalf("env %v", q.Env)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if q, _ := eng.Process(ctx, p.ID); q.State != "completed" {
+		t.Fatalf("process %s", q.State)
+	}
+	if _, errOut, code := veenaCmd("worker", "--type", "x"); code != 1 || !strings.Contains(errOut, "--") {
+		t.Fatalf("worker without command: %d %s", code, errOut)
+	}
+}

@@ -1,0 +1,147 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"unicode"
+)
+
+// Command is a handler that runs a program for each job, the way people
+// glue a workflow to scripts:
+//
+//   - stdin: the job's variables as a JSON object;
+//   - environment: VEENA_JOB_ID, VEENA_JOB_TYPE, VEENA_PROCESS, VEENA_NODE,
+//     VEENA_NODE_TOKEN, VEENA_RETRIES and each header as VEENA_HEADER_<NAME>
+//     (upper case, other characters as _), besides the worker's own;
+//   - exit status 0: the job completes; stdout, if not blank, is a JSON
+//     object of variables to merge, in which the key "_result" (a string)
+//     is the result code and "_error" ({"code", "message"}) throws a
+//     business error instead;
+//   - any other exit status fails the job (offered again after a back-off
+//     while retries remain) with the last lines of stderr as the message;
+//     a command killed at the end of the lease fails the same way.
+func Command(argv []string) (Handler, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("worker: name the command to run")
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	return func(ctx context.Context, job *Job) (Result, error) {
+		in, err := json.Marshal(job.Env)
+		if err != nil {
+			return Result{}, NoRetry(fmt.Errorf("encode the variables: %w", err))
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stdin = bytes.NewReader(in)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout = &limited{w: &stdout, n: 16 << 20}
+		cmd.Stderr = &limited{w: &stderr, n: 1 << 20}
+		cmd.Env = append(os.Environ(),
+			"VEENA_JOB_ID="+job.ID, "VEENA_JOB_TYPE="+job.Type, "VEENA_PROCESS="+job.Process,
+			"VEENA_NODE="+job.Node, "VEENA_NODE_TOKEN="+job.NodeToken, fmt.Sprintf("VEENA_RETRIES=%d", job.Retries))
+		for k, v := range job.Headers {
+			cmd.Env = append(cmd.Env, "VEENA_HEADER_"+envName(k)+"="+v)
+		}
+		err = cmd.Run()
+		if err != nil {
+			msg := tail(stderr.String(), 5)
+			if ctx.Err() != nil {
+				return Result{}, fmt.Errorf("%s: stopped when its lease ran out (%v)", argv[0], ctx.Err())
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				if msg == "" {
+					msg = fmt.Sprintf("%s exited with status %d", argv[0], ee.ExitCode())
+				} else {
+					msg = fmt.Sprintf("%s exited with status %d: %s", argv[0], ee.ExitCode(), msg)
+				}
+				return Result{}, errors.New(msg)
+			}
+			return Result{}, fmt.Errorf("run %s: %w", argv[0], err)
+		}
+		return parseOutput(stdout.Bytes())
+	}, nil
+}
+
+// parseOutput reads a command's stdout: blank, or a JSON object of
+// variables with the reserved keys _result and _error.
+func parseOutput(out []byte) (Result, error) {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return Result{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return Result{}, NoRetry(fmt.Errorf("the command's output is not a JSON object: %.200s", strings.TrimSpace(string(out))))
+	}
+	var res Result
+	if r, ok := m["_result"]; ok {
+		s, isStr := r.(string)
+		if !isStr {
+			return Result{}, NoRetry(errors.New(`the command's "_result" is not a string`))
+		}
+		res.Result = s
+		delete(m, "_result")
+	}
+	if e, ok := m["_error"]; ok {
+		obj, isObj := e.(map[string]any)
+		code, _ := obj["code"].(string)
+		if !isObj || code == "" {
+			return Result{}, NoRetry(errors.New(`the command's "_error" needs a "code"`))
+		}
+		message, _ := obj["message"].(string)
+		delete(m, "_error")
+		return Result{}, &BusinessError{Code: code, Message: message, Env: m}
+	}
+	if len(m) > 0 {
+		res.Env = m
+	}
+	return res, nil
+}
+
+// envName turns a header name into an environment variable's.
+func envName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(unicode.ToUpper(r))
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// tail returns the last n non-blank lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// limited keeps at most n bytes and drops the rest.
+type limited struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.w.Len(); room > 0 {
+		if len(p) > room {
+			l.w.Write(p[:room])
+		} else {
+			l.w.Write(p)
+		}
+	}
+	return len(p), nil
+}
