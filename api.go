@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +95,19 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 	if err != nil {
 		return nil, storeError("read timer failures", err)
 	}
-	if !out.Stalled && len(failures) == 0 {
+	var incidents []*Incident
+	if out.State == kernel.Executing.String() && slices.ContainsFunc(out.WaitingAt, func(w Wait) bool { return w.Kind == WaitIncident }) {
+		page, err := e.Incidents(ctx, IncidentFilter{Process: id, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			if page.Items[i].Kind == IncidentTimerFailed {
+				incidents = append(incidents, &page.Items[i])
+			}
+		}
+	}
+	if !out.Stalled && len(failures) == 0 && len(incidents) == 0 {
 		return out, nil
 	}
 	p, err := snapshot.Decode(row, e.graphs(ctx))
@@ -108,6 +122,17 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 		tf := TimerFailure{Token: nodeTokenID(id, f.Token), Message: f.Message, At: f.At.UTC(), Attempts: f.Attempts, DueAt: f.DueAt.UTC()}
 		if f.Token >= 0 && f.Token < len(p.NodeTokens) {
 			tf.Node = p.NodeTokens[f.Token].Node.QualifiedName()
+		}
+		out.TimerFailures = append(out.TimerFailures, tf)
+	}
+	for _, inc := range incidents {
+		if slices.ContainsFunc(out.TimerFailures, func(f TimerFailure) bool { return f.Token == inc.NodeToken }) {
+			continue
+		}
+		tf := TimerFailure{Token: inc.NodeToken, Incident: inc.ID, Message: inc.Message, At: inc.CreatedAt.UTC(), Attempts: 1}
+		if _, idx, err := parseNodeTokenID(inc.NodeToken); err == nil && idx < len(p.NodeTokens) {
+			t := p.NodeTokens[idx]
+			tf.Node, tf.DueAt = t.Node.QualifiedName(), t.DelayUntil.UTC()
 		}
 		out.TimerFailures = append(out.TimerFailures, tf)
 	}
@@ -228,6 +253,69 @@ func (e *Engine) Tokens(ctx context.Context, processID string) (*TokenHistory, e
 		return nil, err
 	}
 	return historyOf(p), nil
+}
+
+// TokenPage returns a page of a process's token history: the node and arc
+// tokens created after the cursor after ("" from the first), at most
+// limit of them together (limit <= 0: all the rest), each list in creation
+// order. Next is the cursor of the next page, "" after the last.
+func (e *Engine) TokenPage(ctx context.Context, processID, after string, limit int) (*TokenHistory, error) {
+	var from int64
+	if after != "" {
+		n, err := strconv.ParseInt(after, 10, 64)
+		if err != nil || n < 0 {
+			return nil, invalid("after %q: want the cursor (next) of the previous page", after)
+		}
+		from = n
+	}
+	p, err := e.decodeOne(ctx, processID)
+	if err != nil {
+		return nil, err
+	}
+	h := &TokenHistory{NodeTokens: []NodeToken{}, ArcTokens: []ArcToken{}}
+	nodes, arcs := p.NodeTokens, p.ArcTokens
+	i := sort.Search(len(nodes), func(i int) bool { return nodes[i].Seq > from })
+	j := sort.Search(len(arcs), func(j int) bool { return arcs[j].Seq > from })
+	var last int64
+	for n := 0; i < len(nodes) || j < len(arcs); n++ {
+		if limit > 0 && n == limit {
+			h.Next = strconv.FormatInt(last, 10)
+			break
+		}
+		if j == len(arcs) || i < len(nodes) && nodes[i].Seq < arcs[j].Seq {
+			h.NodeTokens = append(h.NodeTokens, nodeTokenOf(nodes[i]))
+			last = nodes[i].Seq
+			i++
+		} else {
+			h.ArcTokens = append(h.ArcTokens, arcTokenOf(arcs[j]))
+			last = arcs[j].Seq
+			j++
+		}
+	}
+	return h, nil
+}
+
+// EachToken calls node for every node token of a process and then arc for
+// every arc token, in creation order, one at a time (to write a large
+// history without holding all of it converted).
+func (e *Engine) EachToken(ctx context.Context, processID string, node func(*NodeToken) error, arc func(*ArcToken) error) error {
+	p, err := e.decodeOne(ctx, processID)
+	if err != nil {
+		return err
+	}
+	for _, t := range p.NodeTokens {
+		nt := nodeTokenOf(t)
+		if err := node(&nt); err != nil {
+			return err
+		}
+	}
+	for _, a := range p.ArcTokens {
+		at := arcTokenOf(a)
+		if err := arc(&at); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Events returns up to limit events of a process after seq afterSeq, in

@@ -183,7 +183,8 @@ func (o *op) bind(res *outcome) commandFunc {
 				}
 				return p, ke.Woken(tok, kernel.WakeResult{Key: w.Key})
 			}
-			if tok.DelayUntil.After(ke.Now()) {
+			// A delayed token whose guard failed waits for its incident.
+			if tok.DelayUntil.After(ke.Now()) || tok.Holds(kernel.HoldsIncident) {
 				return nil, errNoChange
 			}
 			return p, ke.ReevaluateDelayedToken(tok)

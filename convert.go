@@ -60,6 +60,7 @@ func definitionOf(g *graph.Graph) *Definition {
 	for i, a := range g.Arcs {
 		d.Arcs[i] = arcOf(a)
 	}
+	d.Net = netViewOf(g)
 	return d
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/veena-wf/veena/format/pnml"
 	schemaformat "github.com/veena-wf/veena/format/schema"
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
@@ -86,10 +87,14 @@ func (e *Engine) compileAll(file string, src []byte, format string) ([]*graph.Gr
 			return nil, definitionError(err)
 		}
 		return gs, nil
+	case pnml.Format:
+		g, err := pnml.Load(file, src)
+		if err != nil {
+			return nil, definitionError(err)
+		}
+		return []*graph.Graph{g}, nil
 	case "bpmn":
 		return compileBPMN(file, src)
-	case "pnml":
-		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
 	}
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
 }
@@ -126,7 +131,7 @@ func (e *Engine) syncDefinitions(ctx context.Context) error {
 // addGraph prepares a compiled graph and stores it as the next version of
 // its name, unless the latest version is identical. The caller holds defMu.
 func (e *Engine) addGraph(ctx context.Context, g *graph.Graph) (*graph.Graph, bool, error) {
-	if err := e.k.Prepare(g); err != nil {
+	if err := e.prepareGraph(g); err != nil {
 		return nil, false, definitionError(err)
 	}
 	for attempt := 0; ; attempt++ {
@@ -222,7 +227,7 @@ func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, fo
 	}
 	// Prepare every graph first, so that a file loads whole or not at all.
 	for _, g := range gs {
-		if err := e.k.Prepare(g); err != nil {
+		if err := e.prepareGraph(g); err != nil {
 			return nil, false, definitionError(err)
 		}
 	}

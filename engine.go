@@ -101,6 +101,9 @@ type Engine struct {
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
+	analysing chan struct{} // one state-space exploration at a time
+	analyses  analysisCache
+
 	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
 	// the engine's clock gives, so that a creation time range is a range
 	// of IDs.
@@ -156,6 +159,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		repo:  graph.NewRepository(),
 		subs:  map[string]map[*subscriber]struct{}{},
 		wake:  make(chan struct{}, 1),
+
+		analysing: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
 		e.clock = time.Now
@@ -348,8 +353,11 @@ func (e *Engine) indexOldRows(ctx context.Context) bool {
 // whose work is due (work with a runner is run here first, see runWake),
 // as a command. If the
 // command fails (the guard cannot be evaluated, say), the failure is kept
-// on the timer, where the process shows it, and the timer is tried again
-// later, backing off from 30 s to 10 min.
+// on the timer and an incident of kind timer_failed opens on the token:
+// the process shows both, and the token waits for the incident to be
+// resolved (which runs its guard again), with no timer meanwhile. Should
+// the incident not open, the timer is tried again later, backing off from
+// 30 s to 10 min.
 func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	out, err := e.submit(ctx, &op{Kind: opTimer, Process: t.Process, Token: t.Token}, "")
 	if err == nil && out.Run != nil {
@@ -386,14 +394,25 @@ func (e *Engine) fireTimer(ctx context.Context, t store.Timer) error {
 	if err := e.store.FailTimer(ctx, f, now.Add(timerRetry(attempts))); err != nil {
 		return storeError("record the timer's failure", err)
 	}
+	token := nodeTokenID(t.Process, t.Token)
+	inc, ierr := e.OpenIncident(ctx, token, IncidentTimerFailed, failed.Error())
 	level := slog.LevelWarn
 	if attempts > 1 {
 		level = slog.LevelDebug // said once: the process shows it
 	}
-	e.log.Log(ctx, level, "veena: a delayed token's guard failed; the process shows it, and it is tried again later",
-		"process", t.Process, "token", nodeTokenID(t.Process, t.Token), "attempts", attempts, "code", failed.Code, "err", failed.Error())
+	if ierr != nil {
+		e.log.Log(ctx, level, "veena: a delayed token's guard failed; the process shows it, and it is tried again later (no incident could be opened)",
+			"process", t.Process, "token", token, "attempts", attempts, "code", failed.Code, "err", failed.Error(), "incident_err", ierr)
+		return nil
+	}
+	e.log.Warn("veena: a delayed token's guard failed; an incident is open on it, and resolving it runs the guard again",
+		"process", t.Process, "token", token, "incident", inc.ID, "code", failed.Code, "err", failed.Error())
 	return nil
 }
+
+// IncidentTimerFailed is the kind of incident a delayed token gets when its
+// guard fails as its time comes.
+const IncidentTimerFailed = "timer_failed"
 
 // timerRetry is how long a timer that failed for the n-th time waits
 // before it is tried again: 30 s, doubling up to 10 min.
@@ -451,8 +470,11 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 	return f
 }
 
+// isDelayed reports whether a token waits for its delay to pass: a
+// delayed token that holds an incident (its guard failed) waits for the
+// incident to be resolved instead, and has no timer meanwhile.
 func isDelayed(t *kernel.NodeToken) bool {
-	return t.Active() && t.GuardAction == kernel.Delay && !t.Complete
+	return t.Active() && t.GuardAction == kernel.Delay && !t.Complete && !t.Holds(kernel.HoldsIncident)
 }
 
 // remember notes the facts of every process of the tree, as the next
@@ -483,7 +505,7 @@ func (e *Engine) graphOf(ctx context.Context, name string, version int) (*graph.
 
 // prepare readies a graph for the kernel (once).
 func (e *Engine) prepare(g *graph.Graph) error {
-	if err := e.k.Prepare(g); err != nil {
+	if err := e.prepareGraph(g); err != nil {
 		return fmt.Errorf("definition %s: %w", g, definitionError(err))
 	}
 	return nil

@@ -20,6 +20,9 @@ type Definition struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Nodes     []Node    `json:"nodes"`
 	Arcs      []Arc     `json:"arcs"`
+	// Net is a Petri net's places, transitions and arcs with their
+	// markings, annotations and weights (nil for other formats).
+	Net *NetView `json:"net,omitempty"`
 	// Label is the definition's display name (a BPMN process's name).
 	Label string `json:"label,omitempty"`
 	// Related names the other definitions loaded from the same file (a
@@ -134,10 +137,13 @@ type ArcToken struct {
 	TokenSets     []TokenSetRef `json:"tokenSets"`
 }
 
-// TokenHistory is every node and arc token of a process, in creation order.
+// TokenHistory is every node and arc token of a process, in creation order,
+// or a page of them (see Engine.TokenPage): Next is then the cursor of the
+// next page, "" after the last.
 type TokenHistory struct {
 	NodeTokens []NodeToken `json:"nodeTokens"`
 	ArcTokens  []ArcToken  `json:"arcTokens"`
+	Next       string      `json:"next"`
 }
 
 // Event is one execution event of a process. ArcNames holds nil for the default arc.

@@ -13,7 +13,8 @@ import (
 
 // Wait is one place where an executing process waits: an active node token
 // (kind "token"; "nested" when its node runs a nested process, "delayed"
-// when its guard delays it), or arc tokens waiting at a join (kind "join").
+// when its guard delays it, "incident" when it holds an open incident), or
+// arc tokens waiting at a join (kind "join").
 type Wait struct {
 	Node     string `json:"node"`
 	External string `json:"external,omitempty"`
@@ -31,10 +32,11 @@ type Wait struct {
 
 // The kinds of Wait.
 const (
-	WaitToken   = "token"
-	WaitNested  = "nested"
-	WaitDelayed = "delayed"
-	WaitJoin    = "join"
+	WaitToken    = "token"
+	WaitNested   = "nested"
+	WaitDelayed  = "delayed"
+	WaitIncident = "incident"
+	WaitJoin     = "join"
 )
 
 // StalledJoin is a join where arc tokens wait in a stalled process: the
@@ -51,6 +53,7 @@ type StalledJoin struct {
 // (it is tried again later; the process shows the last failure).
 type TimerFailure struct {
 	Token    string    `json:"token"`
+	Incident string    `json:"incident,omitempty"` // the timer_failed incident open on the token
 	Node     string    `json:"node,omitempty"`
 	Message  string    `json:"message"`
 	At       time.Time `json:"at"`
@@ -92,6 +95,8 @@ func waitsOf(p *kernel.Process) (ws []waitRecord, nodes []string, stalled bool) 
 		}
 		w := waitRecord{Node: t.Node.Name, External: t.Node.ExternalName(), Kind: WaitToken, Token: t.ID, Since: t.CreatedAt.UnixNano()}
 		switch {
+		case t.Holds(kernel.HoldsIncident):
+			w.Kind = WaitIncident
 		case t.GuardAction == kernel.Delay:
 			w.Kind = WaitDelayed
 			if !t.DelayUntil.IsZero() {
@@ -228,7 +233,8 @@ type Attention struct {
 	// Stalled counts stalled processes.
 	Stalled int `json:"stalled"`
 	// FailingTimers counts delayed tokens whose guard failed when their
-	// time came.
+	// time came: those tried again later, and those with an open
+	// timer_failed incident.
 	FailingTimers int `json:"failingTimers"`
 }
 
@@ -242,7 +248,15 @@ func (e *Engine) Attention(ctx context.Context) (*Attention, error) {
 	if err != nil {
 		return nil, storeError("count failing timers", err)
 	}
-	return &Attention{Stalled: n, FailingTimers: len(fs)}, nil
+	a := &Attention{Stalled: n, FailingTimers: len(fs)}
+	if ws, ok := e.store.(store.WorkStore); ok {
+		c, err := ws.WorkCounts(ctx)
+		if err != nil {
+			return nil, storeError("count incidents", err)
+		}
+		a.FailingTimers += c.Incidents[IncidentTimerFailed]
+	}
+	return a, nil
 }
 
 // WaitingItem is one piece of waiting work: a place where an executing

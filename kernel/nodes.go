@@ -247,16 +247,46 @@ type rubricEnv struct {
 
 var errUnknownName = errors.New("not a registered function nor an attribute")
 
+// unset is the error of a guard name that is neither a registered function
+// nor an attribute: it names what to set, and where.
+func unset(name, kind, example string) error { return unsetError{name, kind, example} }
+
+type unsetError struct{ name, kind, example string }
+
+func (e unsetError) Error() string {
+	return fmt.Sprintf("not set: there is no attribute %q on the token or the process, nor a registered %s of that name; "+
+		"set %s on the process (in its environment at start, or by changing the process environment, e.g. %s=%s) or on the token",
+		e.name, e.kind, e.name, e.name, e.example)
+}
+
+func (e unsetError) Unwrap() error { return errUnknownName }
+
+// mistyped is the error of an attribute a guard reads as another type.
+func mistyped(v Value, want string) error {
+	shown := v.String()
+	if b, err := v.MarshalJSON(); err == nil {
+		shown = string(b)
+	}
+	return fmt.Errorf("the attribute is %s %s, not %s", article(v.Kind().String()), shown, want)
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}
+
 func (r rubricEnv) Predicate(name string) (bool, error) {
 	if f, ok := r.e.k.predicates[name]; ok {
 		return f(r.e, r.t)
 	}
 	v, ok := r.t.FullEnv().Get(name)
 	if !ok {
-		return false, fmt.Errorf("unknown predicate: %w", errUnknownName)
+		return false, unset(name, "predicate", "true")
 	}
 	if v.Kind() != KindBool {
-		return false, fmt.Errorf("attribute is a %s, not a boolean", v.Kind())
+		return false, mistyped(v, "a boolean (true or false)")
 	}
 	return v.BoolValue(), nil
 }
@@ -267,11 +297,11 @@ func (r rubricEnv) DateFunction(name string) (time.Time, error) {
 	}
 	v, ok := r.t.FullEnv().Get(name)
 	if !ok {
-		return time.Time{}, fmt.Errorf("unknown date function: %w", errUnknownName)
+		return time.Time{}, unset(name, "date function", `{"date": "2026-05-01T08:00:00Z"}`)
 	}
 	d, ok := v.DateValue()
 	if !ok {
-		return time.Time{}, fmt.Errorf("attribute is a %s, not a date", v.Kind())
+		return time.Time{}, mistyped(v, `a date ({"date": "2026-05-01T08:00:00Z"})`)
 	}
 	return d, nil
 }
@@ -282,10 +312,10 @@ func (r rubricEnv) StringFunction(name string) (string, error) {
 	}
 	v, ok := r.t.FullEnv().Get(name)
 	if !ok {
-		return "", fmt.Errorf("unknown string function: %w", errUnknownName)
+		return "", unset(name, "string function", "text")
 	}
 	if v.Kind() != KindString {
-		return "", fmt.Errorf("attribute is a %s, not a string", v.Kind())
+		return "", mistyped(v, "a string")
 	}
 	return v.Str(), nil
 }

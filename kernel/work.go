@@ -431,6 +431,8 @@ func (e *Engine) ThrowError(t *NodeToken, code, message string, env map[string]V
 func (e *Engine) ResolveIncident(t *NodeToken, kind string, rerun bool) error {
 	return e.run(t.Process, func() {
 		e.checkHolder(t, "an incident")
+		e.mutN(t)
+		t.Work &^= HoldsIncident // resolved: the token no longer waits for it
 		e.fire(t.Process, IncidentResolved, t, nil, nil, 0)
 		if !rerun {
 			return

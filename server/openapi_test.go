@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/petri/analysis"
+	"github.com/veena-wf/veena/petri/translate"
 	"github.com/veena-wf/veena/internal/auth"
 	"github.com/veena-wf/veena/server"
 )
@@ -131,6 +133,14 @@ func TestOpenAPISchemas(t *testing.T) {
 		{"Definition", veena.Definition{}, false},
 		{"Node", veena.Node{}, false},
 		{"Arc", veena.Arc{}, false},
+		{"NetView", veena.NetView{}, false},
+		{"NetPlace", veena.NetPlace{}, false},
+		{"NetTransition", veena.NetTransition{}, false},
+		{"NetArc", veena.NetArc{}, false},
+		{"Soundness", analysis.SoundnessDetails{}, false},
+		{"Stranded", analysis.Stranded{}, false},
+		{"StuckJoin", translate.StuckJoin{}, false},
+		{"AnalysedNet", translate.NetSize{}, false},
 		{"Process", veena.Process{}, false},
 		{"ProcessPage", veena.ProcessPage{}, false},
 		{"Wait", veena.Wait{}, false},

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -164,33 +165,38 @@ func testFailingTimer(t *testing.T, e *env) {
 	e.want(e.do(req{method: "PATCH", path: "/api/v1/processes/" + p.ID + "/env", body: `{"ready": "soon"}`}), http.StatusOK, "")
 	var got veena.Process
 	deadline := time.Now().Add(15 * time.Second)
+	// The failure is kept on the timer, then its incident opens.
 	for {
 		got = e.process(p.ID)
-		if len(got.TimerFailures) > 0 || time.Now().After(deadline) {
+		if len(got.TimerFailures) > 0 && got.TimerFailures[0].Incident != "" || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if len(got.TimerFailures) != 1 {
-		t.Fatalf("no timer failure on the process after 15 s: %+v", got)
+		t.Fatalf("no timer failure with its incident on the process after 15 s: %+v", got)
 	}
 	f := got.TimerFailures[0]
-	if f.Node != "W" || f.Attempts != 1 || !strings.Contains(f.Message, "ready") || f.Token != e.active(p.ID, "W") {
-		t.Errorf("timer failure %+v: want W's token, one attempt and a message naming ready", f)
+	if f.Node != "W" || f.Incident == "" || !strings.Contains(f.Message, "ready") || f.Token != e.active(p.ID, "W") {
+		t.Errorf("timer failure %+v: want W's token, its incident and a message naming ready", f)
+	}
+	// The token waits for its incident now, with no timer firing meanwhile.
+	if len(got.WaitingAt) != 1 || got.WaitingAt[0].Kind != "incident" {
+		t.Errorf("waiting at %+v, want W holding an incident", got.WaitingAt)
+	}
+	inc, err := e.eng.Incident(context.Background(), f.Incident)
+	if err != nil || inc.Kind != "timer_failed" || inc.State != "open" || inc.NodeToken != f.Token {
+		t.Fatalf("incident %s: %+v, %v", f.Incident, inc, err)
 	}
 	if g := e.gauge("veena_timers_failing"); g != "1" {
 		t.Errorf("veena_timers_failing = %s, want 1", g)
 	}
-	// Fixing the attribute lets the timer fire: the failure goes.
+	// Fixing the attribute and resolving the incident runs the guard again.
 	e.want(e.do(req{method: "PATCH", path: "/api/v1/processes/" + p.ID + "/env", body: `{"ready": true}`}), http.StatusOK, "")
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		got = e.process(p.ID)
-		if len(got.WaitingAt) == 1 && got.WaitingAt[0].Kind == "token" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	if _, err := e.eng.ResolveIncident(context.Background(), f.Incident, veena.ResolveIncidentRequest{}); err != nil {
+		t.Fatalf("resolve: %v", err)
 	}
+	got = e.process(p.ID)
 	if len(got.TimerFailures) != 0 || len(got.WaitingAt) != 1 || got.WaitingAt[0].Kind != "token" {
 		t.Fatalf("after the fix: failures %+v, waiting at %+v; want W accepted", got.TimerFailures, got.WaitingAt)
 	}

@@ -33,6 +33,8 @@ type Engine interface {
 	Processes(ctx context.Context, f veena.ProcessFilter) (*veena.ProcessPage, error)
 	CancelProcess(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
 	Tokens(ctx context.Context, processID string) (*veena.TokenHistory, error)
+	TokenPage(ctx context.Context, processID, after string, limit int) (*veena.TokenHistory, error)
+	EachToken(ctx context.Context, processID string, node func(*veena.NodeToken) error, arc func(*veena.ArcToken) error) error
 	Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]veena.Event, error)
 	Subscribe(processID string) (<-chan veena.Event, func())
 	ProcessEnv(ctx context.Context, id string) (map[string]veena.Value, error)
@@ -126,6 +128,7 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/definitions/{name}/versions", auth.RoleViewer, s.listVersions)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}", auth.RoleViewer, s.getDefinition)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}/source", auth.RoleViewer, s.getSource)
+	s.handle("GET", "/api/v1/definitions/{name}/analysis", auth.RoleViewer, s.analyseDefinition)
 
 	s.handle("POST", "/api/v1/processes", auth.RoleOperator, s.startProcess)
 	s.handle("GET", "/api/v1/processes", auth.RoleViewer, s.listProcesses)

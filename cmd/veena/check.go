@@ -17,6 +17,7 @@ import (
 	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/petri/analysis"
 	"github.com/veena-wf/veena/store/memstore"
 )
 
@@ -116,9 +117,11 @@ func loadEach[T any](files []string, load func(file string) (T, error)) (map[str
 
 // offline is an engine in memory that loads definition files exactly as a
 // server does (the format sniffed from the content, the same validation),
-// for check and run.
-func offline(ctx context.Context) (*veena.Engine, error) {
-	return veena.Open(ctx, veena.Options{Store: memstore.New()})
+// for check and run; what scripts print goes to scripts (nil: nowhere).
+func offline(ctx context.Context, scripts io.Writer) (*veena.Engine, error) {
+	k := kernel.New()
+	k.ScriptOutput = scripts
+	return veena.Open(ctx, veena.Options{Store: memstore.New(), Kernel: k})
 }
 
 // loadOffline loads files into an offline engine.
@@ -136,11 +139,18 @@ func loadOffline(ctx context.Context, e *veena.Engine, files []string) (map[stri
 // warningsOf are what a definition that loads may still do wrong.
 func warningsOf(d *veena.Definition) []string {
 	var out []string
+	for _, w := range d.Warnings {
+		if w.Line > 0 {
+			out = append(out, fmt.Sprintf("%d:%d: %s", w.Line, w.Column, w.Message))
+		} else {
+			out = append(out, w.Message)
+		}
+	}
 	start := false
 	for _, n := range d.Nodes {
 		start = start || n.Start && n.External == ""
 	}
-	if !start {
+	if !start && d.Net == nil {
 		out = append(out, fmt.Sprintf("definition %s has no start node: it cannot be started on its own (it can be imported as an external, or run by a nested node)", d.Name))
 	}
 	// The definition's own warnings, as loading reports them (a cycle
@@ -231,6 +241,8 @@ func newCheckCmd() *cobra.Command {
 	var (
 		quiet, strict bool
 		out           outputFlag
+		analyseIt     bool
+		maxStates     int
 	)
 	cmd := &cobra.Command{
 		Use:   "check FILE|DIR...",
@@ -243,14 +255,22 @@ are printed as file:line:column: message; warnings (a definition with no start
 node) too, but they do not fail the check unless --strict.
 
 A directory is searched recursively for definition files (` + strings.Join(definitionExts, ", ") + `),
-and each is named on its own line.`,
+and each is named on its own line.
+
+With --analyse each definition's state space is explored as the server's
+GET /api/v1/definitions/{name}/analysis does: a Petri net's own (boundedness,
+deadlocks with a shortest firing sequence, dead transitions, liveness,
+reversibility, workflow-net soundness), a process graph's through its
+translation into a net (whether an AND join can wait for ever, whether every
+run can finish). The exit status is 2 when an analysis finds a way for a
+process to get stuck.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
 			}
 			files, unreadable := definitionFiles(args)
-			e, err := offline(cmd.Context())
+			e, err := offline(cmd.Context(), nil)
 			if err != nil {
 				return err
 			}
@@ -295,11 +315,42 @@ and each is named on its own line.`,
 							fmt.Fprintln(ew, p)
 						}
 					case !quiet:
-						fmt.Fprintf(w, "%s: ok (%s: %d nodes, %d arcs)\n", r.File, r.Definition, r.Nodes, r.Arcs)
+						fmt.Fprintf(w, "%s: ok (%s: %d %s, %d %s)\n", r.File, r.Definition, r.Nodes, plural(r.Nodes, "node", "nodes"), r.Arcs, plural(r.Arcs, "arc", "arcs"))
 					}
 					for _, wn := range r.Warnings {
 						fmt.Fprintf(ew, "%s: warning: %s\n", r.File, wn)
 					}
+				}
+			}
+			if analyseIt && bad == 0 {
+				stuck := 0
+				for _, f := range files {
+					d := loaded[f]
+					if d == nil {
+						continue
+					}
+					rep, err := e.AnalyseDefinition(cmd.Context(), d.Name, d.Version, veena.AnalyseOptions{MaxStates: maxStates})
+					if err != nil {
+						return fmt.Errorf("veena check: analyse %s: %w", f, err)
+					}
+					if analysisStuck(rep) {
+						stuck++
+					}
+					if out.format == "json" {
+						err = printJSON(cmd.OutOrStdout(), struct {
+							File       string `json:"file"`
+							Definition string `json:"definition"`
+							*veena.Analysis
+						}{f, d.Name, rep})
+					} else {
+						printAnalysis(cmd.OutOrStdout(), f, d.Name, d.Format, rep)
+					}
+					if err != nil {
+						return err
+					}
+				}
+				if stuck > 0 {
+					return &exitError{code: 2, msg: fmt.Sprintf("veena check: %d of %d %s can get stuck", stuck, total, plural(total, "definition", "definitions"))}
 				}
 			}
 			summary := fmt.Sprintf("%d of %d %s %s", bad, total, plural(total, "file", "files"), plural(bad, "has problems", "have problems"))
@@ -321,6 +372,8 @@ and each is named on its own line.`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print problems and warnings only")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail on warnings too")
+	cmd.Flags().BoolVar(&analyseIt, "analyse", false, "explore each definition's state space and report how its processes can get stuck")
+	cmd.Flags().IntVar(&maxStates, "max-states", analysis.DefaultMaxStates, "with --analyse, stop exploring after this many states")
 	out.add(cmd)
 	return cmd
 }
@@ -363,10 +416,11 @@ func newRunCmd() *cobra.Command {
 		Use:   "run FILE",
 		Short: "Run a definition in memory and print its token tree and events",
 		Long: `Run a definition in memory, no server needed: it is loaded as a server loads it,
-the process starts and runs until every token waits or it ends. The token history
-is printed in the TestProcess notation (see veena processes tokens --help), then the
-events in the order they fired and the process environment. --definitions DIR
-loads the externals and nested definitions it uses first.
+the process starts and runs until every token waits or it ends. What its scripts
+print comes first, then the token history in the TestProcess notation (see veena
+processes tokens --help), the events in the order they fired and the process
+environment. --definitions DIR loads the externals and nested definitions it uses
+first.
 
 ` + envHelp,
 		Example: `  veena run testdata/examples/split-join.wf.xml --env bigAmount=true`,
@@ -380,7 +434,7 @@ loads the externals and nested definitions it uses first.
 			if err != nil {
 				return err
 			}
-			e, err := offline(ctx)
+			e, err := offline(ctx, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}

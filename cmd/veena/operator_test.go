@@ -269,8 +269,8 @@ func TestListsAndTrouble(t *testing.T) {
 	}
 	// The waiting work: every active token and waiting join, with since when.
 	out = c.ok("processes", "waiting")
-	if !strings.Contains(out, "PROCESS") || !strings.Contains(out, "SINCE") ||
-		!regexp.MustCompile(a.ID+` +review v1 +submit +active token`).MatchString(out) ||
+	if !strings.Contains(out, "TOKEN OR PROCESS") || !strings.Contains(out, "SINCE") ||
+		!regexp.MustCompile(a.ID+`\.n1 +review v1 +submit +active token`).MatchString(out) ||
 		!regexp.MustCompile(b.ID+` +review v1 +file +join, 1 arc\(s\) arrived \(STALLED\)`).MatchString(out) {
 		t.Errorf("waiting:\n%s", out)
 	}

@@ -268,10 +268,14 @@ first (--newest: newest first); the filters of veena processes list select them
 			}
 			now := time.Now()
 			tw := table(out)
-			fmt.Fprintln(tw, "PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tTOKEN\tCONTEXT")
+			fmt.Fprintln(tw, "TOKEN OR PROCESS\tDEFINITION\tNODE\tWAITS\tSINCE\tFOR\tCONTEXT")
 			for _, it := range page.Items {
-				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Process, it.Definition, it.Version, qualified(it.External, it.Node),
-					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), tokenNumber(it.Token), oneLine(formatPairs(it.Context)))
+				id := it.Token
+				if id == "" {
+					id = it.Process
+				}
+				fmt.Fprintf(tw, "%s\t%s v%d\t%s\t%s\t%s\t%s\t%s\n", id, it.Definition, it.Version, qualified(it.External, it.Node),
+					waitKindWords(it.Kind, it.Arcs, it.Until, it.Stalled), stamp(it.Since), ago(now, it.Since), oneLine(formatPairs(it.Context)))
 			}
 			tw.Flush()
 			fmt.Fprintf(out, "\n%s\n", countWords(countProcesses(page.Items), page.Total, page.TotalCapped, "process waits", "processes wait"))
@@ -375,7 +379,7 @@ completed into, else the node they lead to.
 				return err
 			}
 			var h veena.TokenHistory
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/tokens", nil, &h); err != nil {
+			if err := c.tokens(cmd.Context(), id, &h); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -475,7 +479,12 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		fmt.Fprintln(out, "    backtrack to a completed token to run a branch again (veena node-tokens backtrack), or cancel the process")
 	}
 	for _, f := range p.TimerFailures {
-		fmt.Fprintf(out, "  TIMER FAILED: token %s on %s, %d attempt(s), last at %s: %s\n", f.Token, f.Node, f.Attempts, stamp(f.At), f.Message)
+		fmt.Fprintf(out, "  TIMER FAILED: the guard of token %s on %s failed at %s: %s\n", f.Token, f.Node, stamp(f.At), f.Message)
+		if f.Incident != "" {
+			fmt.Fprintf(out, "    incident %s is open: fix the cause (veena processes env), then resolve it to run the guard again\n", f.Incident)
+		} else {
+			fmt.Fprintf(out, "    %d attempt(s); it is tried again later\n", f.Attempts)
+		}
 	}
 	if len(p.WaitingAt) == 0 {
 		if p.State == "executing" {
@@ -517,6 +526,8 @@ func waitingWords(ws []veena.Wait, more int) string {
 			s += " (delayed)"
 		case "nested":
 			s += " (nested)"
+		case "incident":
+			s += " (INCIDENT)"
 		}
 		if !slices.Contains(parts, s) {
 			parts = append(parts, s)
@@ -535,6 +546,8 @@ func waitKindWords(kind string, arcs int, until *time.Time, stalled bool) string
 		return "active token"
 	case "nested":
 		return "nested process runs"
+	case "incident":
+		return "incident open"
 	case "delayed":
 		if until != nil {
 			return "delayed until " + stamp(*until)
@@ -601,14 +614,6 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-// tokenNumber is the ".nN" end of a node token id ("" for none).
-func tokenNumber(id string) string {
-	if i := strings.LastIndex(id, ".n"); i >= 0 {
-		return id[i:]
-	}
-	return id
 }
 
 // listFlags are the filters of processes list and processes waiting.
@@ -833,6 +838,31 @@ func envCommand(ctx context.Context, c *client, out io.Writer, path string, sets
 	return nil
 }
 
+// eventPage is how many events the CLI reads a request.
+const eventPage = 1000
+
+// tokens reads a process's whole token history page by page.
+func (c *client) tokens(ctx context.Context, id string, h *veena.TokenHistory) error {
+	*h = veena.TokenHistory{NodeTokens: []veena.NodeToken{}, ArcTokens: []veena.ArcToken{}}
+	after := ""
+	for {
+		var page veena.TokenHistory
+		q := url.Values{"limit": {"1000"}}
+		if after != "" {
+			q.Set("after", after)
+		}
+		if err := c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(id)+"/tokens", q, &page); err != nil {
+			return err
+		}
+		h.NodeTokens = append(h.NodeTokens, page.NodeTokens...)
+		h.ArcTokens = append(h.ArcTokens, page.ArcTokens...)
+		if page.Next == "" || page.Next == after {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
 // showEvents prints events as "seq time TYPE subject"; with follow it reads
 // the live stream until the process completes or is canceled.
 func showEvents(ctx context.Context, c *client, out io.Writer, id string, after int64, follow, asJSON bool) error {
@@ -847,18 +877,24 @@ func showEvents(ctx context.Context, c *client, out io.Writer, id string, after 
 		fmt.Fprintf(out, "%5d  %s  %s\n", ev.Seq, ev.At.Local().Format("2006-01-02 15:04:05.000Z07:00"), names.describe(ctx, ev))
 	}
 	if !follow {
-		var evs []veena.Event
-		q := url.Values{}
-		if after > 0 {
-			q.Set("after", strconv.FormatInt(after, 10))
+		// Page by page, printing as they come.
+		for {
+			var evs []veena.Event
+			q := url.Values{"limit": {strconv.Itoa(eventPage)}}
+			if after > 0 {
+				q.Set("after", strconv.FormatInt(after, 10))
+			}
+			if err := c.getJSON(ctx, path, q, &evs); err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				show(ev)
+			}
+			if len(evs) < eventPage {
+				return nil
+			}
+			after = evs[len(evs)-1].Seq
 		}
-		if err := c.getJSON(ctx, path, q, &evs); err != nil {
-			return err
-		}
-		for _, ev := range evs {
-			show(ev)
-		}
-		return nil
 	}
 	// The server ends a stream it cannot continue with an "error" event
 	// whose data is the reason as a JSON string.
@@ -897,7 +933,7 @@ type tokenNames struct {
 // they were and events show token ids instead.
 func (n *tokenNames) refresh(ctx context.Context) {
 	var h veena.TokenHistory
-	if n.c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(n.process)+"/tokens", nil, &h) != nil {
+	if n.c.tokens(ctx, n.process, &h) != nil {
 		return
 	}
 	n.nodes, n.arcs = map[string]string{}, map[string]string{}

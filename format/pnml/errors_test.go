@@ -80,6 +80,7 @@ func TestErrorFiles(t *testing.T) {
 			{20, 7, "reference node r2 refers to itself through a cycle"},
 			{21, 7, "referencePlace r3 refers to t, which is a transition"},
 			{22, 7, "arc x9: source r1 is a reference node that stands for no place or transition"},
+			{23, 53, "transition v has more than one <name>"},
 		},
 	}
 	files, _ := filepath.Glob("testdata/errors/*.pnml")

@@ -364,6 +364,7 @@ func (p *parser) parsePlace(el *xmlguard.Element) {
 	}
 	pl := &Place{ID: id, Pos: gpos(el.Pos)}
 	pl.X, pl.Y = p.position(el)
+	p.once(el, "place "+id, "name", "initialMarking", "capacity")
 	for _, c := range el.Children {
 		switch c.Name.Local {
 		case "name":
@@ -391,6 +392,7 @@ func (p *parser) parseTransition(el *xmlguard.Element) {
 	}
 	t := &Transition{ID: id, Pos: gpos(el.Pos)}
 	t.X, t.Y = p.position(el)
+	p.once(el, "transition "+id, "name")
 	for _, c := range el.Children {
 		switch c.Name.Local {
 		case "name":
@@ -407,6 +409,20 @@ func (p *parser) parseTransition(el *xmlguard.Element) {
 	}
 	p.kind[id] = "transition"
 	p.net.Transitions = append(p.net.Transitions, t)
+}
+
+// once reports labels given more than once on an object (the second
+// would silently win otherwise).
+func (p *parser) once(el *xmlguard.Element, what string, labels ...string) {
+	seen := map[string]bool{}
+	for _, c := range el.Children {
+		if slices.Contains(labels, c.Name.Local) {
+			if seen[c.Name.Local] {
+				p.add(c.Pos, "%s has more than one <%s>", what, c.Name.Local)
+			}
+			seen[c.Name.Local] = true
+		}
+	}
 }
 
 func (p *parser) parseReference(el *xmlguard.Element) {
@@ -442,6 +458,7 @@ func (p *parser) parseArc(el *xmlguard.Element) {
 		return
 	}
 	a := &Arc{ID: id, Weight: 1, Pos: gpos(el.Pos)}
+	p.once(el, "arc "+id, "name", "inscription")
 	a.Source, _ = el.AttrValue("source")
 	a.Target, _ = el.AttrValue("target")
 	a.Source, a.Target = strings.TrimSpace(a.Source), strings.TrimSpace(a.Target)

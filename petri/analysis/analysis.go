@@ -37,9 +37,13 @@ type Options struct {
 	// Initial is the marking to explore from; nil means the net's own.
 	Initial petri.Marking
 	// NoGraph leaves out what needs the whole graph kept in memory
-	// (liveness, reversibility, soundness), which roughly halves the
-	// memory an exploration takes.
+	// (liveness, reversibility, soundness, stranded tokens, completion),
+	// which roughly halves the memory an exploration takes.
 	NoGraph bool
+	// Final, if set, is a marking the net should be able to reach from
+	// every reachable marking (Result.Completes): for a translated process
+	// graph, the empty marking of a finished process.
+	Final petri.Marking
 }
 
 // Result is what Analyze found. A nil pointer is a question it could not
@@ -77,10 +81,25 @@ type Result struct {
 	WorkflowNet      bool              `json:"workflowNet"`
 	Sound            *bool             `json:"sound"`
 	Soundness        *SoundnessDetails `json:"soundness,omitempty"`
+	// Stranded lists the places where a token can be left for ever: a
+	// reachable marking marks the place and no transition that takes from
+	// it can fire again (sinks, which nothing takes from, are left out).
+	Stranded []Stranded `json:"stranded,omitempty"`
+	// Completes says Options.Final is reachable from every reachable
+	// marking (only when Options.Final is given).
+	Completes *bool `json:"completes,omitempty"`
 
 	// What the exploration cost.
 	Elapsed       time.Duration `json:"-"`
 	BytesPerState float64       `json:"-"`
+}
+
+// Stranded is a place where a token can be left for ever, with a shortest
+// firing sequence to a marking that leaves it there.
+type Stranded struct {
+	Place    string         `json:"place"`
+	Sequence []string       `json:"sequence"`
+	Marking  map[string]int `json:"marking"`
 }
 
 // SoundnessDetails says why a workflow net is or is not sound.
@@ -114,6 +133,7 @@ func Analyze(n *petri.Net, opts Options) *Result {
 	}
 	r := &Result{Deadlocks: [][]string{}, DeadTransitions: []string{}}
 	g := newExplorer(n, opts.MaxStates, !opts.NoGraph)
+	g.final = opts.Final
 	err := g.explore(toInt32(m0))
 	r.BytesPerState = g.bytesPerState()
 	switch {
@@ -133,6 +153,15 @@ func Analyze(n *petri.Net, opts Options) *Result {
 		coverability(n, m0, opts.MaxStates, r)
 	case errors.Is(err, errLimit):
 		r.Reason = fmt.Sprintf("the state space has more than %d states", opts.MaxStates)
+		most, at := int32(0), 0
+		for p, v := range g.most {
+			if v > most {
+				most, at = v, p
+			}
+		}
+		if most > 1 {
+			r.Reason += fmt.Sprintf(" (the most tokens seen in one place: %d in %s)", most, n.Places[at].ID)
+		}
 		g.partial(r)
 		if g.coverable && !n.Inhibitors {
 			// The coverability graph may still show the net unbounded.
@@ -189,6 +218,19 @@ func (g *explorer) finish(r *Result, m0 petri.Marking) {
 	s := g.components()
 	r.Reversible = ptr(s.bottoms == 1 && s.bottom[s.comp[0]])
 	r.Live = ptr(g.live(s))
+	strand := g.stranded(s)
+	for p := range n.Places {
+		if v, ok := strand[p]; ok {
+			r.Stranded = append(r.Stranded, Stranded{Place: n.Places[p].ID, Sequence: g.names(g.path(v)), Marking: g.markingMap(v)})
+		}
+	}
+	if g.final != nil {
+		id := -1
+		if packed := g.pack(toInt32(g.final)); packed != nil {
+			id = g.find(packed)
+		}
+		r.Completes = ptr(id >= 0 && s.bottoms == 1 && s.bottom[s.comp[id]])
+	}
 }
 
 // partial fills r from an exploration that hit the state limit: only what

@@ -207,3 +207,34 @@ func count(p *int64) string {
 	}
 	return fmt.Sprint(*p)
 }
+
+// TestStrandedAndCompletes: an AND join after a choice strands the token
+// of the branch taken; with the final marking given, Completes says
+// whether every run can still end there.
+func TestStrandedAndCompletes(t *testing.T) {
+	n := build(t, `
+		places: i=1 p1 p2 q o
+		left: i -> p1
+		right: i -> p2
+		join: p1 p2 -> o
+		loop: q -> q`)
+	r := analysis.Analyze(n, analysis.Options{Final: []int{0, 0, 0, 0, 1}})
+	var got []string
+	for _, s := range r.Stranded {
+		got = append(got, fmt.Sprintf("%s after %v", s.Place, s.Sequence))
+	}
+	if want := []string{"p1 after [left]", "p2 after [right]"}; !slices.Equal(got, want) {
+		t.Errorf("stranded %v, want %v", got, want)
+	}
+	if r.Completes == nil || *r.Completes {
+		t.Errorf("completes %s, want false", show(r.Completes))
+	}
+	n = build(t, `
+		places: i=1 p1 o
+		a: i -> p1
+		b: p1 -> o`)
+	r = analysis.Analyze(n, analysis.Options{Final: []int{0, 0, 1}})
+	if len(r.Stranded) != 0 || r.Completes == nil || !*r.Completes {
+		t.Errorf("a line: stranded %v completes %s; want none, and true", r.Stranded, show(r.Completes))
+	}
+}

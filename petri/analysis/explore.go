@@ -79,8 +79,9 @@ type explorer struct {
 	parentBy []uint32 // and the transition fired
 
 	maxStates int
-	coverable bool  // ancestors may be checked for strict covering
-	growing   []int // places that grow without limit, once coversAncestor found some
+	final     petri.Marking // the marking Completes asks about, if any
+	coverable bool          // ancestors may be checked for strict covering
+	growing   []int         // places that grow without limit, once coversAncestor found some
 
 	// Per place: most and fewest tokens seen.
 	most   []int32

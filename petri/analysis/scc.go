@@ -94,6 +94,34 @@ func (g *explorer) components() *sccs {
 	return s
 }
 
+// bottomFirings numbers the bottom components densely (dense[c] = -1 for
+// the others) and gives each a bit per transition that fires inside it.
+func (g *explorer) bottomFirings(s *sccs) (dense []int32, words int, fired []uint64) {
+	nt := len(g.trans)
+	dense = make([]int32, s.count)
+	nb := 0
+	for c, b := range s.bottom {
+		dense[c] = -1
+		if b {
+			dense[c] = int32(nb)
+			nb++
+		}
+	}
+	words = (nt + 63) / 64
+	fired = make([]uint64, nb*words)
+	for v := 0; v < g.states(); v++ {
+		d := dense[s.comp[v]]
+		if d < 0 {
+			continue
+		}
+		for e := g.edgeAt[v]; e < g.edgeAt[v+1]; e++ {
+			t := g.edgeBy[e]
+			fired[int(d)*words+int(t/64)] |= 1 << (t % 64)
+		}
+	}
+	return dense, words, fired
+}
+
 // live reports whether every transition is live: from every reachable
 // marking it can fire again. Every marking reaches a bottom component,
 // and inside one every marking reaches every other, so the net is live
@@ -103,34 +131,57 @@ func (g *explorer) live(s *sccs) bool {
 	if nt == 0 {
 		return true
 	}
-	// Bottom components numbered densely, each with a bit per transition.
-	dense := make([]int32, s.count)
-	nb := 0
-	for c, b := range s.bottom {
-		dense[c] = -1
-		if b {
-			dense[c] = int32(nb)
-			nb++
-		}
-	}
-	words := (nt + 63) / 64
-	seen := make([]uint64, nb*words)
-	for v := 0; v < g.states(); v++ {
-		d := dense[s.comp[v]]
-		if d < 0 {
-			continue
-		}
-		for e := g.edgeAt[v]; e < g.edgeAt[v+1]; e++ {
-			t := g.edgeBy[e]
-			seen[int(d)*words+int(t/64)] |= 1 << (t % 64)
-		}
-	}
-	for b := 0; b < nb; b++ {
+	_, words, fired := g.bottomFirings(s)
+	for b := 0; b < len(fired)/max(words, 1); b++ {
 		for t := 0; t < nt; t++ {
-			if seen[b*words+t/64]&(1<<(t%64)) == 0 {
+			if fired[b*words+t/64]&(1<<(t%64)) == 0 {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// stranded finds the places (other than sinks, which no transition takes
+// from) where a token can be left for ever: a marking
+// of a bottom component marks the place and no transition taking from it
+// fires inside that component (tokens leave a place only through such a
+// transition, so every marking that strands a token leads to one of
+// these). For each it returns the first such state found, which the
+// breadth-first numbering makes one at the end of a shortest firing
+// sequence.
+func (g *explorer) stranded(s *sccs) map[int]int {
+	out := map[int]int{}
+	if len(g.trans) == 0 {
+		return out
+	}
+	dense, words, fired := g.bottomFirings(s)
+	// takes[p]: does some transition taking from p fire in bottom component b?
+	m := make([]int32, g.places)
+	for v := 0; v < g.states(); v++ {
+		d := dense[s.comp[v]]
+		if d < 0 {
+			continue
+		}
+		g.unpack(v, m)
+		for p, c := range m {
+			if c == 0 || len(g.net.Places[p].Out) == 0 {
+				continue // a sink keeps its tokens by design
+			}
+			if _, seen := out[p]; seen {
+				continue
+			}
+			taken := false
+			for _, t := range g.net.Places[p].Out {
+				if fired[int(d)*words+t/64]&(1<<(t%64)) != 0 {
+					taken = true
+					break
+				}
+			}
+			if !taken {
+				out[p] = v
+			}
+		}
+	}
+	return out
 }
