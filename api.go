@@ -35,12 +35,17 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 	if len(req.Context) > 0 {
 		pctx = maps.Clone(req.Context)
 	}
+	atts, err := checkAttachments(req.Attachments)
+	if err != nil {
+		return nil, err
+	}
 	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.StartWith(g, env, pctx, req.Setup)
 		if err != nil {
 			return nil, err
 		}
 		t.root = p
+		c.startRecord(p, req.User, atts)
 		return p, nil
 	}, &outcome{})
 	if err != nil {

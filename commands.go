@@ -81,6 +81,8 @@ type outcome struct {
 	Job        *Job        `json:"job,omitempty"`
 	Incident   *Incident   `json:"incident,omitempty"`
 	Attachment *Attachment `json:"attachment,omitempty"`
+	// Fired are the transitions a Petri net event fired.
+	Fired []string `json:"fired,omitempty"`
 }
 
 type outcomeError struct {
@@ -145,6 +147,9 @@ func (o *op) bind(res *outcome) commandFunc {
 		}
 		if o.Kind.isWork() {
 			return p, o.work(ke, p, c, res)
+		}
+		if o.Kind.isNet() {
+			return p, o.net(ke, p, c, res)
 		}
 		switch o.Kind {
 		case opCancel:

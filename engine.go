@@ -17,6 +17,7 @@ import (
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/internal/snapshot"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/petri/netproc"
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/memstore"
 )
@@ -101,7 +102,8 @@ type Engine struct {
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
-	analysing chan struct{} // one state-space exploration at a time
+	nets      *netproc.Runtime // runs Petri net processes
+	analysing chan struct{}    // one state-space exploration at a time
 	analyses  analysisCache
 
 	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
@@ -130,6 +132,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if k == nil {
 		k = kernel.New()
 	}
+	nets := netRuntime(k)
 	for _, f := range []struct {
 		from int
 		to   *int
@@ -160,6 +163,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		subs:  map[string]map[*subscriber]struct{}{},
 		wake:  make(chan struct{}, 1),
 
+		nets:      nets,
 		analysing: make(chan struct{}, 1),
 	}
 	if e.clock == nil {

@@ -170,6 +170,11 @@ type StartRequest struct {
 	// Setup, if set, prepares the new process before its start nodes run:
 	// a format's initial state (see kernel.Engine.StartWith).
 	Setup func(p *kernel.Process) error
+	// User is who starts the process, for the audit trail.
+	User string
+	// Attachments are the process's named document references from the
+	// start (cardinality 0 means 1).
+	Attachments []Attachment
 }
 
 // CompleteRequest completes a node token. Arcs nil means the default arcs;

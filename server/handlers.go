@@ -376,10 +376,12 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 
 // StartBody is the body of POST /api/v1/processes.
 type StartBody struct {
-	Definition string `json:"definition"`
-	Version    int    `json:"version,omitempty"`
-	Env        attrs  `json:"env,omitempty"`
-	Context    pairs  `json:"context,omitempty"`
+	Definition  string             `json:"definition"`
+	Version     int                `json:"version,omitempty"`
+	Env         attrs              `json:"env,omitempty"`
+	Context     pairs              `json:"context,omitempty"`
+	Attachments []veena.Attachment `json:"attachments,omitempty"`
+	User        string             `json:"user,omitempty"`
 }
 
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
@@ -400,12 +402,19 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
+	who, prob := actor(r, body.User, nil)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
 	p, err := s.cfg.Engine.StartProcess(r.Context(), veena.StartRequest{
 		Definition:     body.Definition,
 		Version:        body.Version,
 		Env:            env,
 		Context:        body.Context,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Attachments:    body.Attachments,
+		User:           who.User,
 	})
 	if err != nil {
 		s.fail(w, r, err)

@@ -52,6 +52,7 @@ type Engine interface {
 	Attention(ctx context.Context) (*veena.Attention, error)
 	Waiting(ctx context.Context, f veena.ProcessFilter) (*veena.WaitingPage, error)
 	WorkEngine
+	RecordEngine
 }
 
 // Config configures a Server.
@@ -129,6 +130,10 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}", auth.RoleViewer, s.getDefinition)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}/source", auth.RoleViewer, s.getSource)
 	s.handle("GET", "/api/v1/definitions/{name}/analysis", auth.RoleViewer, s.analyseDefinition)
+	s.handle("GET", "/api/v1/processes/{id}/marking", auth.RoleViewer, s.getMarking)
+	s.handle("POST", "/api/v1/processes/{id}/fire", auth.RoleOperator, s.fireTransition)
+	s.handle("POST", "/api/v1/processes/{id}/transition-events", auth.RoleOperator, s.sendTransitionEvent)
+	s.handle("POST", "/api/v1/jobs/{id}/results", auth.RoleOperator, s.reportJobResult)
 
 	s.handle("POST", "/api/v1/processes", auth.RoleOperator, s.startProcess)
 	s.handle("GET", "/api/v1/processes", auth.RoleViewer, s.listProcesses)
@@ -151,6 +156,7 @@ func New(cfg Config) *Server {
 	s.handle("POST", "/api/v1/signals", auth.RoleOperator, s.broadcastSignal)
 
 	s.workRoutes()
+	s.recordRoutes()
 
 	s.handle("GET", "/api/v1/processes/{id}/almanac", auth.RoleViewer, s.getAlmanac)
 	s.handle("PATCH", "/api/v1/processes/{id}/almanac", auth.RoleOperator, s.patchAlmanac)

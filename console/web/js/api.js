@@ -179,6 +179,8 @@ export const api = {
     return out;
   },
   processEnv: (id) => request('GET', `/processes/${enc(id)}/env`),
+  almanac: (id) => request('GET', `/processes/${enc(id)}/almanac`),
+  schemaNodes: (id) => request('GET', `/processes/${enc(id)}/nodes`),
 
   nodeToken: (id) => request('GET', `/node-tokens/${enc(id)}`),
   completeToken: (id, body) => request('POST', `/node-tokens/${enc(id)}/complete`, { json: body || {} }),
