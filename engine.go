@@ -575,8 +575,11 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 			done, prev = nil, nil
 			if key != "" {
 				var err error
-				if prev, err = lookupKey(ctx, tx, key); err != nil || prev != nil {
+				if prev, err = lookupKey(ctx, tx, key); err != nil {
 					return err
+				}
+				if prev != nil {
+					return prev.checkRequest(key, res.Request)
 				}
 			}
 			p := early
