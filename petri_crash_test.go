@@ -301,4 +301,3 @@ func allDone(ctx context.Context, e *veena.Engine, total int) bool {
 	}
 	return n >= total
 }
-
