@@ -322,3 +322,29 @@ func TestNetActions(t *testing.T) {
 		}
 	})
 }
+
+// TestNetTokensNotByHand: the node token holding an activity's job cannot
+// be completed through the token API (its job can), nor backtracked.
+func TestNetTokensNotByHand(t *testing.T) {
+	ctx := context.Background()
+	e := open(t, backends()[0].place(t)(), veena.Options{})
+	defer e.Close()
+	loadNetText(t, e, workerNet)
+	p := start(t, e, veena.StartRequest{Definition: "orders"})
+	if _, err := e.SendTransitionEvent(ctx, p.ID, "order", map[string]any{"customer": "x"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	m := marking(t, e, p.ID)
+	_, err := e.CompleteToken(ctx, m.Activities[0].NodeToken, veena.CompleteRequest{})
+	wantCode(t, err, "invalid_argument")
+	if !strings.Contains(err.Error(), "complete its job") {
+		t.Errorf("error %v", err)
+	}
+	_, err = e.Backtrack(ctx, m.Activities[0].NodeToken, "")
+	if err == nil {
+		t.Error("backtracked a net process")
+	}
+	if m2 := marking(t, e, p.ID); nonEmpty(m2) != nonEmpty(m) || len(m2.Activities) != 1 {
+		t.Errorf("the marking changed: %s", nonEmpty(m2))
+	}
+}
