@@ -47,7 +47,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 		t.root = p
 		c.startRecord(p, req.User, atts)
 		return p, nil
-	}, &outcome{})
+	}, &outcome{Request: requestID("start", req.Definition, req.Version, env.Map(), req.Context)})
 	if err != nil {
 		return nil, err
 	}
@@ -516,6 +516,8 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 	if err != nil {
 		return nil, err
 	}
+	// The event is the same request whichever process it finds.
+	request := requestID("event", req.Match, req.Node, vals)
 	// A retry finds its first result even once no process matches any more
 	// (the event may have completed the one it went to).
 	if req.IdempotencyKey != "" {
@@ -524,6 +526,9 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 			return nil, err
 		}
 		if prev != nil {
+			if err := prev.checkRequest(req.IdempotencyKey, request); err != nil {
+				return nil, err
+			}
 			if err := prev.err(); err != nil {
 				return nil, err
 			}
@@ -541,7 +546,7 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 	default:
 		return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("more than one executing process has context %v", sortedPairs(req.Match))}
 	}
-	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals}, req.IdempotencyKey)
+	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals, Request: request}, req.IdempotencyKey)
 }
 
 func sortedPairs(m map[string]string) []string {

@@ -324,3 +324,34 @@ func TestTokenAndEventPaging(t *testing.T) {
 }
 
 func strconvItoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestIdempotencyKeyReusedAnswers422: the same Idempotency-Key on a
+// different request answers 422 idempotency_key_reused and changes
+// nothing; the same request again answers as the first time.
+func TestIdempotencyKeyReusedAnswers422(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends(t)[1], envOptions{})
+	e.load(testutil.DefAB)
+	p1, p2 := e.start("ab", ""), e.start("ab", "")
+	a1, a2 := e.active(p1.ID, "A"), e.active(p2.ID, "A")
+	key := map[string]string{"Idempotency-Key": "K"}
+	first := e.do(req{method: "POST", path: "/api/v1/node-tokens/" + a1 + "/complete", body: `{}`, header: key})
+	e.want(first, http.StatusOK, "")
+	again := e.do(req{method: "POST", path: "/api/v1/node-tokens/" + a1 + "/complete", body: `{}`, header: key})
+	e.want(again, http.StatusOK, "")
+	if string(again.body) != string(first.body) {
+		t.Fatalf("a retry answered differently:\n%s\n%s", first.body, again.body)
+	}
+	for _, r := range []req{
+		{method: "POST", path: "/api/v1/node-tokens/" + a2 + "/complete", body: `{}`, header: key},
+		{method: "POST", path: "/api/v1/node-tokens/" + a1 + "/complete", body: `{"arcs":[]}`, header: key},
+		{method: "POST", path: "/api/v1/processes/" + p2.ID + "/cancel", body: `{}`, header: key},
+		{method: "PATCH", path: "/api/v1/processes/" + p2.ID + "/env", body: `{"x":1}`, header: key},
+		{method: "POST", path: "/api/v1/processes", body: `{"definition":"ab"}`, header: key},
+	} {
+		e.want(e.do(r), http.StatusUnprocessableEntity, "idempotency_key_reused")
+	}
+	if e.active(p2.ID, "A") != a2 {
+		t.Fatal("a refused request changed p2")
+	}
+}
