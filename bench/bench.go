@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	}
 	for _, w := range cfg.Workloads {
 		if _, ok := workloads[w]; !ok {
-			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, auto10 or split10)", w)
+			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, wait2, auto10, split10, job or task)", w)
 		}
 	}
 	for _, n := range cfg.Clients {
@@ -536,6 +536,10 @@ type workload struct {
 	// waits is the number of waiting tokens the client completes, in
 	// token order, after the start.
 	waits int
+	// drive, if set, does the rest of the process's work after the start
+	// instead (the work workloads, see work.go); it returns the commands it
+	// sent.
+	drive func(ctx context.Context, e *veena.Engine, p *veena.Process, lat *[]time.Duration) (int, error)
 }
 
 // Workload returns a workload's definition (its name and XML source) and
@@ -549,8 +553,11 @@ func Workload(name string) (definition, xml string, waits int, ok bool) {
 
 var workloads = map[string]workload{
 	"wait":    {name: "bench-wait", xml: waitXML, waits: 1},
+	"wait2":   {name: "bench-wait2", xml: wait2XML, waits: 2},
 	"auto10":  {name: "bench-auto10", xml: auto10XML, waits: 0},
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
+	"job":     {name: "bench-job", xml: jobXML, drive: driveJob},
+	"task":    {name: "bench-task", xml: taskXML, drive: driveTask},
 }
 
 // LoadWorkload loads a workload's definition into e.
@@ -607,6 +614,10 @@ func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration
 		return 1, err
 	}
 	n := 1
+	if w.drive != nil {
+		k, err := w.drive(ctx, e, p, lat)
+		return n + k, err
+	}
 	for i := 1; i <= w.waits; i++ {
 		t := time.Now()
 		p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i+1), veena.CompleteRequest{})
