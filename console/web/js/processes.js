@@ -5,6 +5,7 @@
 import { isSchemaDefinition, schemaPanel } from './schema.js';
 import { isBPMNDefinition, bpmnPanel } from './bpmn.js';
 import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
+import { recordPanel } from './work.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -212,6 +213,9 @@ export async function processView(el, id, session) {
   if (net) {
     net.refresh().then((m) => { if (m) graph.ready.then(() => graph.setMarking(m)).catch(() => {}); });
   }
+  const record = recordPanel(id);
+  el.append(record.el);
+  record.refresh();
 
   // ---- rendering
   const tokenById = () => new Map(state.tokens.nodeTokens.map((t) => [t.id, t]));
@@ -413,6 +417,7 @@ export async function processView(el, id, session) {
       const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
       if (schema) schema.refresh();
       if (net) { const m = await net.refresh(); if (m && !state.destroyed) graph.setMarking(m); }
+      record.refresh();
       if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);
