@@ -196,6 +196,7 @@ func toInt32(m petri.Marking) []int32 {
 
 // finish fills r from a complete exploration.
 func (g *explorer) finish(r *Result, m0 petri.Marking, opts Options) {
+	g.foldNarrow()
 	n := g.net
 	states := int64(g.states())
 	r.States, r.Edges = &states, ptr(g.edges)
@@ -242,6 +243,7 @@ func (g *explorer) finish(r *Result, m0 petri.Marking, opts Options) {
 // partial fills r from an exploration that hit the state limit: only what
 // is already certain.
 func (g *explorer) partial(r *Result) {
+	g.foldNarrow()
 	n := g.net
 	if g.deadSeen > 0 {
 		r.DeadlockFree = ptr(false)
