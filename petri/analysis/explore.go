@@ -625,5 +625,5 @@ func (e *explorer) bytesPerState() float64 {
 	return float64(b) / float64(n)
 }
 
-func popcount(x uint64) int       { return bits.OnesCount64(x) }
+func popcount(x uint64) int      { return bits.OnesCount64(x) }
 func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
