@@ -194,5 +194,8 @@ func (r *Runtime) run(ctx context.Context, req veena.RunRequest) ([]byte, error)
 	if err != nil {
 		return nil, veena.Permanent(fmt.Errorf("action %s returned a result that is not JSON: %w", in.Do, err))
 	}
+	if len(b) > schemaformat.MaxValueSize {
+		return nil, veena.Permanent(fmt.Errorf("action %s returned %d bytes; a result may have at most %d", in.Do, len(b), schemaformat.MaxValueSize))
+	}
 	return b, nil
 }

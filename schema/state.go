@@ -41,6 +41,9 @@ type instance struct {
 	// Dropped counts events dropped because the queue was full or the
 	// instance had ended.
 	Dropped int `json:"dropped,omitempty"`
+	// Trimmed counts the oldest finished node instances no longer kept
+	// (see maxVisitsKept).
+	Trimmed int `json:"trimmed,omitempty"`
 	// byToken indexes Nodes by node token id.
 	byToken map[int]*nodeInstance
 }
@@ -114,9 +117,28 @@ func mustState(e *kernel.Engine, p *kernel.Process) *instance {
 
 func (s *instance) node(token int) *nodeInstance { return s.byToken[token] }
 
+// maxVisitsKept bounds the node instances an instance keeps: a
+// conversation that loops for months would otherwise carry (and rewrite
+// at every step) its whole history. The oldest finished visits go first;
+// the token history keeps every visit.
+const maxVisitsKept = 500
+
 func (s *instance) add(n *nodeInstance) {
 	s.Nodes = append(s.Nodes, n)
 	s.byToken[n.Token] = n
+	if len(s.Nodes) > maxVisitsKept {
+		drop := len(s.Nodes) - maxVisitsKept
+		kept := s.Nodes[:0:0]
+		for i, x := range s.Nodes {
+			if i < drop && (x.State == NodeCompleted) {
+				delete(s.byToken, x.Token)
+				s.Trimmed++
+				continue
+			}
+			kept = append(kept, x)
+		}
+		s.Nodes = kept
+	}
 }
 
 func timePtr(t time.Time) *time.Time { return &t }
