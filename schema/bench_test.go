@@ -126,7 +126,7 @@ func openBenchIn(b *testing.B, dir string, group int, keep bool, defs ...string)
 	var st store.Store
 	var pgSchema string
 	if benchOnPostgres() {
-		pgSchema = "veena_bench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		pgSchema = "veena_schemabench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		pool, err := pgxpool.New(ctx, pgtest.URL())
 		if err != nil {
 			b.Fatal(err)
