@@ -33,6 +33,11 @@ type op struct {
 	Wake     *kernel.WakeResult `json:"wake,omitempty"`     // wake: the outcome of a token's wake
 	Message  *kernel.Message    `json:"message,omitempty"`  // message: a named event for the process
 	Args     *workArgs          `json:"args,omitempty"`     // the work layer's commands (work.go)
+	// Await, Name and Key: deliver (messages.go) gives what the token must
+	// still be waiting for.
+	Await string `json:"await,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Key   string `json:"key,omitempty"`
 	// Request identifies the request the op carries out (see requestID),
 	// when it has an idempotency key: the key is bound to it.
 	Request string `json:"request,omitempty"`
@@ -42,6 +47,7 @@ type op struct {
 type opKind string
 
 const (
+	opDeliver    opKind = "deliver" // a message or a signal for a waiting token (messages.go)
 	opComplete   opKind = "complete"
 	opBacktrack  opKind = "backtrack"
 	opCancel     opKind = "cancel"
@@ -205,6 +211,8 @@ func (o *op) bind(res *outcome) commandFunc {
 			}
 			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
 			return p, nil
+		case opDeliver:
+			return p, o.deliver(ke, p)
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange

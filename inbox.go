@@ -286,6 +286,9 @@ func (e *Engine) drainAbandoned(ctx context.Context) {
 			e.log.Warn("veena: purge expired idempotency keys", "err", err)
 		}
 	}
+	if _, err := e.store.PurgeMessages(ctx, e.clock()); err != nil && ctx.Err() == nil {
+		e.log.Warn("veena: purge expired messages", "err", err)
+	}
 }
 
 // WaitingCommands counts the commands waiting in the durable inboxes of

@@ -45,6 +45,8 @@ type Engine interface {
 	TokenEnv(ctx context.Context, id string) (map[string]veena.Value, error)
 	PatchTokenEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]veena.Value, error)
 	SendEvent(ctx context.Context, req veena.EventRequest) (*veena.Process, error)
+	PublishMessage(ctx context.Context, req veena.PublishRequest) (*veena.PublishResult, error)
+	BroadcastSignal(ctx context.Context, req veena.SignalRequest) (*veena.SignalResult, error)
 	Ready(ctx context.Context) error
 	WaitingCommands(ctx context.Context) (int, error)
 	Attention(ctx context.Context) (*veena.Attention, error)
@@ -150,6 +152,8 @@ func New(cfg Config) *Server {
 	s.handle("PATCH", "/api/v1/node-tokens/{id}/env", auth.RoleOperator, s.patchTokenEnv)
 
 	s.handle("POST", "/api/v1/events", auth.RoleOperator, s.sendEvent)
+	s.handle("POST", "/api/v1/messages", auth.RoleOperator, s.publishMessage)
+	s.handle("POST", "/api/v1/signals", auth.RoleOperator, s.broadcastSignal)
 
 	s.workRoutes()
 	s.recordRoutes()

@@ -10,7 +10,8 @@ const FONT_SIZE = 12;
 const LINE_HEIGHT = 16;
 
 let elkPromise = null;
-function loadElk() {
+// loadElk loads the layout library once (also for the net view).
+export function loadElk() {
   if (!elkPromise) {
     elkPromise = new Promise((resolve, reject) => {
       if (window.ELK) { resolve(new window.ELK()); return; }

@@ -3,6 +3,7 @@
 // and the token actions (complete, backtrack, cancel).
 
 import { isSchemaDefinition, schemaPanel } from './schema.js';
+import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -161,7 +162,8 @@ export async function processView(el, id, session) {
         ' · ', badge, ' · ', live)),
     actions);
   const relations = h('div.relations');
-  const graph = createGraphView(def, {
+  const net = isNetDefinition(def) ? netPanel(id, def, session, () => scheduleRefresh()) : null;
+  const graph = net ? createNetView(def) : createGraphView(def, {
     stateLines: true,
     onSelectNode: (n, key) => {
       const ts = state.tokens.nodeTokens.filter((t) => nodeKey(t.node, t.external) === key);
@@ -178,9 +180,9 @@ export async function processView(el, id, session) {
 
   const schema = isSchemaDefinition(def) ? schemaPanel(id) : null;
   el.append(head, relations, h('div.split',
-    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, legend(true, def)),
+    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, net ? netLegend(true) : legend(true, def)),
     h('aside.panel.side',
-      h('section', { 'aria-labelledby': 'h-active' }, h('h2#h-active', session.canAct ? 'Waiting for you' : 'Active tokens'), activeBox),
+      net ? net.el : h('section', { 'aria-labelledby': 'h-active' }, h('h2#h-active', session.canAct ? 'Waiting for you' : 'Active tokens'), activeBox),
       h('section', { 'aria-labelledby': 'h-timeline' }, h('h2#h-timeline', 'Timeline'), timeline))),
   h('div.split.lower',
     h('section.panel', { 'aria-labelledby': 'h-history' }, h('h2#h-history', 'Token history'), history),
@@ -190,6 +192,9 @@ export async function processView(el, id, session) {
   if (schema) {
     el.insertBefore(schema.el, el.children[3] || null);
     schema.refresh();
+  }
+  if (net) {
+    net.refresh().then((m) => { if (m) graph.ready.then(() => graph.setMarking(m)).catch(() => {}); });
   }
 
   // ---- rendering
@@ -227,7 +232,7 @@ export async function processView(el, id, session) {
           h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
-          session.canAct && executing() && !running.length && !schema
+          session.canAct && executing() && !running.length && !schema && !net
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…')
             : null));
     })));
@@ -266,7 +271,7 @@ export async function processView(el, id, session) {
   function renderHistory() {
     const rows = state.tokens.nodeTokens.map((t) => {
       const st = tokenState(t);
-      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema;
+      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema && !net;
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
         h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
         h('td', h('span', { class: `badge tok-${st}` }, st)),
@@ -275,7 +280,7 @@ export async function processView(el, id, session) {
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          st === 'active' && session.canAct && executing() && !runsNested(t) && !schema
+          st === 'active' && session.canAct && executing() && !runsNested(t) && !schema && !net
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…') : null,
           canBacktrack
             ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-node': t.node, 'data-focus': `backtrack:${t.id}`, onclick: () => backtrackDialog(t) }, 'Backtrack here…') : null));
@@ -391,6 +396,7 @@ export async function processView(el, id, session) {
     refreshing = (async () => {
       const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
       if (schema) schema.refresh();
+      if (net) { const m = await net.refresh(); if (m && !state.destroyed) graph.setMarking(m); }
       if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);
