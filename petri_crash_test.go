@@ -240,13 +240,16 @@ func TestNetCrashChild(t *testing.T) {
 			logAck("start", item, p.ID)
 		}
 	}()
-	// Workers: lease jobs, report the tick, complete.
-	worker := fmt.Sprintf("w%d-%d", slot, os.Getpid())
-	for w := range 8 {
+	// Workers: lease jobs, report the tick, complete. They share one name
+	// (a pool of workers of one identity, in every child and every run), so
+	// that a job whose lease ran out while its worker was killed is taken
+	// up again under the same name and its results, sent again with the
+	// same keys, are recognised as retries.
+	const name = "crunchers"
+	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			name := fmt.Sprintf("%s-%d", worker, w)
 			idle := 0
 			for {
 				jobs, err := e.ActivateJobs(ctx, veena.ActivateRequest{Type: "crunch", Worker: name, MaxJobs: 4, LockFor: 2 * time.Second, Wait: 100 * time.Millisecond})
