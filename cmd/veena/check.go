@@ -18,6 +18,7 @@ import (
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
 	"github.com/veena-wf/veena/petri/analysis"
+	"github.com/veena-wf/veena/schema"
 	"github.com/veena-wf/veena/store/memstore"
 )
 
@@ -121,7 +122,15 @@ func loadEach[T any](files []string, load func(file string) (T, error)) (map[str
 func offline(ctx context.Context, scripts io.Writer) (*veena.Engine, error) {
 	k := kernel.New()
 	k.ScriptOutput = scripts
-	return veena.Open(ctx, veena.Options{Store: memstore.New(), Kernel: k})
+	// Schemas check without the program that registers their actions.
+	rt := schema.New()
+	rt.AcceptUnknownActions = true
+	rt.Register(k)
+	e, err := veena.Open(ctx, veena.Options{Store: memstore.New(), Kernel: k})
+	if err == nil {
+		rt.Attach(e)
+	}
+	return e, err
 }
 
 // loadOffline loads files into an offline engine.
