@@ -617,8 +617,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 					return err
 				}
 				// A command that failed on the tree as stored failed for
-				// good: it is not run a second time.
-				if p == nil || p.from != version {
+				// good: it is not run a second time, unless it read a
+				// work row outside the transaction (which may have changed).
+				if p == nil || p.from != version || (p.err != nil && p.cmd.outside) {
 					rows, err := tx.Tree(ctx, root)
 					if err != nil {
 						return err

@@ -67,6 +67,33 @@ type cmd struct {
 	// read), for the engine's row cache after commit.
 	tasks []store.Task
 	jobs  []store.Job
+	// outside is set when the command read a work row outside its
+	// transaction (from the engine's cache or the store): a refusal then
+	// may come from a row that has changed since, and the command runs
+	// again in its transaction instead of failing for good.
+	outside bool
+}
+
+// task, job and incident read a work row for the command.
+func (c *cmd) task(id string) (*store.Task, error) {
+	c.noteOutside()
+	return c.rows.Task(c.ctx, id)
+}
+
+func (c *cmd) job(id string) (*store.Job, error) {
+	c.noteOutside()
+	return c.rows.Job(c.ctx, id)
+}
+
+func (c *cmd) incident(id string) (*store.Incident, error) {
+	c.noteOutside()
+	return c.rows.Incident(c.ctx, id)
+}
+
+func (c *cmd) noteOutside() {
+	if _, inTx := c.rows.(store.Tx); !inTx {
+		c.outside = true
+	}
 }
 
 // putTask writes a task row in the command's transaction.
@@ -261,7 +288,7 @@ func taskClaimed(t *store.Task) error {
 
 func (o *op) task(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) error {
 	a := o.Args
-	row, err := c.rows.Task(c.ctx, a.Work)
+	row, err := c.task(a.Work)
 	if err != nil {
 		return storeError("read task", err)
 	}
@@ -433,7 +460,7 @@ func leasedBy(j *store.Job, worker string) bool {
 
 func (o *op) job(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) error {
 	a := o.Args
-	row, err := c.rows.Job(c.ctx, a.Work)
+	row, err := c.job(a.Work)
 	if err != nil {
 		return storeError("read job", err)
 	}
@@ -519,7 +546,7 @@ func (o *op) job(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) err
 
 func (o *op) resolve(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) error {
 	a := o.Args
-	row, err := c.rows.Incident(c.ctx, a.Work)
+	row, err := c.incident(a.Work)
 	if err != nil {
 		return storeError("read incident", err)
 	}
@@ -542,7 +569,7 @@ func (o *op) resolve(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome)
 		if n < 1 {
 			return invalid("retries %d: a job made available again needs at least 1", n)
 		}
-		job, err := c.rows.Job(c.ctx, row.Job)
+		job, err := c.job(row.Job)
 		if err != nil {
 			return storeError("read the incident's job", err)
 		}
@@ -1223,22 +1250,29 @@ type rowCache struct {
 // rowCacheSize bounds each map; a full map starts over.
 const rowCacheSize = 1 << 15
 
+// putTask caches a row unless a newer revision of it is cached (a row
+// written by a command may arrive after a newer one read meanwhile).
 func (c *rowCache) putTask(t store.Task) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tasks == nil || len(c.tasks) >= rowCacheSize {
 		c.tasks = map[string]store.Task{}
 	}
-	c.tasks[t.ID] = t
+	if old, ok := c.tasks[t.ID]; !ok || old.Rev <= t.Rev {
+		c.tasks[t.ID] = t
+	}
 }
 
+// putJob caches a row unless a newer revision of it is cached.
 func (c *rowCache) putJob(j store.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.jobs == nil || len(c.jobs) >= rowCacheSize {
 		c.jobs = map[string]store.Job{}
 	}
-	c.jobs[j.ID] = j
+	if old, ok := c.jobs[j.ID]; !ok || old.Rev <= j.Rev {
+		c.jobs[j.ID] = j
+	}
 }
 
 // cachedRows reads work rows from the cache, else from the store.

@@ -534,7 +534,7 @@ type workload struct {
 	name string
 	xml  string
 	// waits is the number of waiting tokens the client completes, in
-	// token order, after the start.
+	// token order, after the start (with drive: the commands drive sends).
 	waits int
 	// format is the definition's format ("sarasvati" when empty).
 	format string
@@ -562,8 +562,8 @@ var workloads = map[string]workload{
 	"wait2":   {name: "bench-wait2", xml: wait2XML, waits: 2},
 	"auto10":  {name: "bench-auto10", xml: auto10XML, waits: 0},
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
-	"job":     {name: "bench-job", xml: jobXML, drive: driveJob},
-	"task":    {name: "bench-task", xml: taskXML, drive: driveTask},
+	"job":     {name: "bench-job", xml: jobXML, waits: 2, drive: driveJob},    // activate, complete
+	"task":    {name: "bench-task", xml: taskXML, waits: 2, drive: driveTask}, // claim, complete
 	// The same shapes in BPMN: a user task completed by the client, a chain
 	// of ten elements, a parallel split into ten user tasks and its join.
 	"bpmn-wait":    {name: "bench-bpmn-wait", xml: bpmnWaitXML, format: "bpmn", tasks: 1},

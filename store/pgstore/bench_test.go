@@ -27,6 +27,16 @@ func BenchmarkEngineSplit10Group(b *testing.B) { benchEngine(b, "split10", 64) }
 func BenchmarkEngineAuto10(b *testing.B)       { benchEngine(b, "auto10", 0) }
 func BenchmarkEngineAuto10Group(b *testing.B)  { benchEngine(b, "auto10", 64) }
 
+// The work layer's cycles beside two plain completions (three commands a
+// process each: start, then activate and complete a job, claim and
+// complete a task, or complete two waiting tokens).
+func BenchmarkEngineWait2(b *testing.B)      { benchEngine(b, "wait2", 0) }
+func BenchmarkEngineJob(b *testing.B)        { benchEngine(b, "job", 0) }
+func BenchmarkEngineTask(b *testing.B)       { benchEngine(b, "task", 0) }
+func BenchmarkEngineWait2Group(b *testing.B) { benchEngine(b, "wait2", 64) }
+func BenchmarkEngineJobGroup(b *testing.B)   { benchEngine(b, "job", 64) }
+func BenchmarkEngineTaskGroup(b *testing.B)  { benchEngine(b, "task", 64) }
+
 const benchClients = 16
 
 // benchEngine runs a workload (start, then complete its waiting tokens);

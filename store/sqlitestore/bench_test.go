@@ -73,6 +73,17 @@ func benchEngine(b *testing.B, syncMode string, maxBatch int, workload string) {
 	b.ReportMetric(float64(b.N)/float64(commits-commits0), "commands/commit")
 }
 
+// The work layer's cycles beside two plain completions, which they should
+// cost no more than (each sends three commands a process: start, then
+// activate and complete a job, claim and complete a task, or complete two
+// waiting tokens). Compare cpu-µs/command and frames/command.
+func BenchmarkEngineWait2NormalGroup(b *testing.B) { benchEngine(b, "NORMAL", 256, "wait2") }
+func BenchmarkEngineJobNormalGroup(b *testing.B)   { benchEngine(b, "NORMAL", 256, "job") }
+func BenchmarkEngineTaskNormalGroup(b *testing.B)  { benchEngine(b, "NORMAL", 256, "task") }
+func BenchmarkEngineWait2Normal(b *testing.B)      { benchEngine(b, "NORMAL", 1, "wait2") }
+func BenchmarkEngineJobNormal(b *testing.B)        { benchEngine(b, "NORMAL", 1, "job") }
+func BenchmarkEngineTaskNormal(b *testing.B)       { benchEngine(b, "NORMAL", 1, "task") }
+
 func BenchmarkEngineSplit10Normal(b *testing.B) {
 	benchEngine(b, "NORMAL", 1, "split10")
 }
