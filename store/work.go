@@ -42,6 +42,11 @@ const (
 	IncidentResolved = "resolved"
 )
 
+// The id of a task, job or incident begins with the id of its process and
+// a dot (the engine writes "<process>.t<seq>", ".j", ".i"): a store may
+// find a process's work rows by that range of ids (SQLite does) instead of
+// keeping an index by process.
+
 // Task is a human task on a node token.
 type Task struct {
 	ID              string

@@ -91,7 +91,7 @@ func scanJobs(rows pgx.Rows) ([]*store.Job, error) {
 
 // Jobs lists jobs by ID.
 func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {
-	q, args := sqlstore.JobsQuery(f, param)
+	q, args := sqlstore.JobsQuery(f, workDialect)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(err)
@@ -100,18 +100,14 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, erro
 	return out, classify(err)
 }
 
-// qActivate leases available jobs of type $3 at $4, oldest due first, at
-// most $5: open ones due, and leased ones whose lease ran out, each found
-// through its partial index and locked without waiting (SKIP LOCKED), so
-// that concurrent activations and the commands deciding about a job pass
-// over each other's rows.
-var qActivate = `WITH o AS (
-		SELECT id, due_at FROM jobs WHERE type = $3 AND state = 'open' AND due_at <= $4
-		ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED),
-	l AS (
-		SELECT id, due_at FROM jobs WHERE type = $3 AND state = 'leased' AND locked_until <= $4
-		ORDER BY locked_until LIMIT $5 FOR UPDATE SKIP LOCKED),
-	c AS (SELECT id FROM (SELECT id, due_at FROM o UNION ALL SELECT id, due_at FROM l) x ORDER BY due_at, id LIMIT $5)
+// qActivate leases available jobs of type $3 at $4 (open and due, or
+// leased with the lease run out), soonest available first, at most $5,
+// through the jobs_available index, passing over the rows a command or
+// another activation holds (SKIP LOCKED: the lock re-checks the condition
+// on the row as it is then).
+var qActivate = `WITH c AS (
+		SELECT id FROM jobs WHERE type = $3 AND state IN ('open', 'leased') AND ` + sqlstore.AvailableAt + ` <= $4
+		ORDER BY ` + sqlstore.AvailableAt + `, id LIMIT $5 FOR UPDATE SKIP LOCKED)
 	UPDATE jobs j SET state = 'leased', worker = $1, locked_until = $2, rev = j.rev + 1
 	FROM c WHERE j.id = c.id
 	RETURNING ` + qualified("j", sqlstore.JobColumns)
@@ -150,8 +146,9 @@ func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.
 // ExpireLeases opens the jobs whose lease ran out.
 func (s *Store) ExpireLeases(ctx context.Context, now time.Time) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE jobs SET state = 'open', rev = rev + 1
-		WHERE id IN (SELECT id FROM jobs WHERE state = 'leased' AND locked_until <= $1 FOR UPDATE SKIP LOCKED)
-		AND state = 'leased' AND locked_until <= $1 RETURNING type`, now.UnixNano())
+		WHERE id IN (SELECT id FROM jobs WHERE state IN ('open', 'leased') AND `+sqlstore.AvailableAt+` <= $1 AND state = 'leased'
+			FOR UPDATE SKIP LOCKED)
+		RETURNING type`, now.UnixNano())
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -183,7 +180,7 @@ func (s *Store) Incident(ctx context.Context, id string) (*store.Incident, error
 
 // Incidents lists incidents by ID.
 func (s *Store) Incidents(ctx context.Context, f store.IncidentFilter) ([]*store.Incident, error) {
-	q, args := sqlstore.IncidentsQuery(f, param)
+	q, args := sqlstore.IncidentsQuery(f, workDialect)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, classify(err)

@@ -23,7 +23,8 @@ import (
 func param(n int) string { return "?" + strconv.Itoa(n) }
 
 var workDialect = sqlstore.WorkDialect{
-	Param: param,
+	Param:     param,
+	ByIDRange: true,
 	Holds: func(col, p string) string {
 		return "EXISTS (SELECT 1 FROM json_each(" + col + ") WHERE value = " + p + ")"
 	},
@@ -128,7 +129,7 @@ func scanJobs(rows *sql.Rows) ([]*store.Job, error) {
 
 // Jobs lists jobs by ID.
 func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {
-	q, args := sqlstore.JobsQuery(f, param)
+	q, args := sqlstore.JobsQuery(f, workDialect)
 	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
@@ -137,15 +138,14 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, erro
 	return out, readErr(err)
 }
 
-// qActivate leases the available jobs of a type: open and due, or leased
-// with the lease run out, oldest due first, at most %d of them (the limit
-// is written out: SQLite prepares a statement again whenever the value
-// bound to a LIMIT parameter changes).
+// qActivate leases the available jobs of a type (open and due, or leased
+// with the lease run out), soonest available first, at most %d of them,
+// through the jobs_available index. The limit is written out: SQLite
+// prepares a statement again whenever the value bound to a LIMIT parameter
+// changes.
 const qActivate = `UPDATE jobs SET state = 'leased', worker = ?1, locked_until = ?2, rev = rev + 1
-	WHERE id IN (SELECT id FROM (
-		SELECT id, due_at FROM jobs WHERE type = ?3 AND state = 'open' AND due_at <= ?4
-		UNION ALL SELECT id, due_at FROM jobs WHERE type = ?3 AND state = 'leased' AND locked_until <= ?4
-	) ORDER BY due_at, id LIMIT %d)
+	WHERE id IN (SELECT id FROM jobs WHERE type = ?3 AND state IN ('open', 'leased') AND ` + sqlstore.AvailableAt + ` <= ?4
+		ORDER BY ` + sqlstore.AvailableAt + `, id LIMIT %d)
 	RETURNING ` + sqlstore.JobColumns
 
 // ActivateJobs leases available jobs.
@@ -255,7 +255,8 @@ func (r valuesRow) Scan(dest ...any) error {
 func (s *Store) ExpireLeases(ctx context.Context, now time.Time) ([]string, error) {
 	var types []string
 	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, `UPDATE jobs SET state = 'open', rev = rev + 1 WHERE state = 'leased' AND locked_until <= ? RETURNING type`, now.UnixNano())
+		rows, err := c.QueryContext(ctx, `UPDATE jobs SET state = 'open', rev = rev + 1
+			WHERE state IN ('open', 'leased') AND `+sqlstore.AvailableAt+` <= ? AND state = 'leased' RETURNING type`, now.UnixNano())
 		if err != nil {
 			return classify(err)
 		}
@@ -288,7 +289,7 @@ func (s *Store) Incident(ctx context.Context, id string) (*store.Incident, error
 
 // Incidents lists incidents by ID.
 func (s *Store) Incidents(ctx context.Context, f store.IncidentFilter) ([]*store.Incident, error) {
-	q, args := sqlstore.IncidentsQuery(f, param)
+	q, args := sqlstore.IncidentsQuery(f, workDialect)
 	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
@@ -541,16 +542,20 @@ func (t *tx) EndWork(ctx context.Context, process string, token int, completed b
 		taskState, jobState = store.TaskCompleted, store.JobCompleted
 	}
 	n := at.UnixNano()
-	if _, err := t.s.run(`UPDATE tasks SET state = ?, completed_at = ?, rev = rev + 1 WHERE process_id = ? AND token = ? AND state IN ('open', 'claimed')`,
-		taskState, n, process, int64(token)); err != nil {
+	lo, hi := sqlstore.ProcessRange(process)
+	if _, err := t.s.run(`UPDATE tasks SET state = ?1, completed_at = ?2, rev = rev + 1
+		WHERE id >= ?3 AND id < ?4 AND token = ?5 AND process_id = ?6 AND state IN ('open', 'claimed')`,
+		taskState, n, lo, hi, int64(token), process); err != nil {
 		return err
 	}
-	if _, err := t.s.run(`UPDATE jobs SET state = ?, rev = rev + 1 WHERE process_id = ? AND token = ? AND state IN ('open', 'leased', 'failed')`,
-		jobState, process, int64(token)); err != nil {
+	if _, err := t.s.run(`UPDATE jobs SET state = ?1, rev = rev + 1
+		WHERE id >= ?2 AND id < ?3 AND token = ?4 AND process_id = ?5 AND state IN ('open', 'leased', 'failed')`,
+		jobState, lo, hi, int64(token), process); err != nil {
 		return err
 	}
-	_, err := t.s.run(`UPDATE incidents SET state = 'resolved', resolved_at = ?, rev = rev + 1 WHERE process_id = ? AND token = ? AND state = 'open'`,
-		n, process, int64(token))
+	_, err := t.s.run(`UPDATE incidents SET state = 'resolved', resolved_at = ?1, rev = rev + 1
+		WHERE id >= ?2 AND id < ?3 AND token = ?4 AND process_id = ?5 AND state = 'open'`,
+		n, lo, hi, int64(token), process)
 	return err
 }
 

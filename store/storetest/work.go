@@ -113,11 +113,11 @@ func testTaskInbox(t *testing.T, s store.Store) {
 	c := ctx(t)
 	put(t, s, proc("p1", "p1", "", 0), proc("p2", "p2", "", 0))
 	tasks := []*store.Task{
-		task("a", "p1", 1, 50, t0.Add(1*time.Second)),
-		task("b", "p1", 2, 80, t0.Add(2*time.Second)),
-		task("c", "p2", 1, 50, t0.Add(0*time.Second)),
-		task("d", "p2", 2, 50, t0.Add(1*time.Second)), // ties with a on priority and time: by id
-		task("e", "p2", 3, 10, t0),
+		task("p1.a", "p1", 1, 50, t0.Add(1*time.Second)),
+		task("p1.b", "p1", 2, 80, t0.Add(2*time.Second)),
+		task("p2.c", "p2", 1, 50, t0.Add(0*time.Second)),
+		task("p2.d", "p2", 2, 50, t0.Add(1*time.Second)), // ties with a on priority and time: by id
+		task("p2.e", "p2", 3, 10, t0),
 	}
 	tasks[0].Assignee = "alice"
 	tasks[1].CandidateGroups = []string{"sales", "managers"}
@@ -130,7 +130,7 @@ func testTaskInbox(t *testing.T, s store.Store) {
 				return err
 			}
 		}
-		done := task("f", "p2", 4, 99, t0)
+		done := task("p2.f", "p2", 4, 99, t0)
 		done.State = store.TaskCompleted
 		return tx.PutTask(c, done)
 	})
@@ -142,7 +142,7 @@ func testTaskInbox(t *testing.T, s store.Store) {
 		}
 		var out []string
 		for _, x := range got {
-			out = append(out, x.ID)
+			out = append(out, x.ID[strings.LastIndexByte(x.ID, '.')+1:])
 		}
 		return strings.Join(out, " ")
 	}
@@ -165,8 +165,8 @@ func testTaskInbox(t *testing.T, s store.Store) {
 		{store.TaskFilter{States: open, Mine: true, User: "carol"}, "e"},
 		{store.TaskFilter{States: open, Mine: true, User: "nobody", Groups: []string{"none"}}, ""},
 		{store.TaskFilter{States: open, Limit: 2}, "b c"},
-		{store.TaskFilter{States: open, After: &store.TaskCursor{Priority: 50, CreatedAt: t0, ID: "c"}, Limit: 2}, "a d"},
-		{store.TaskFilter{States: open, After: &store.TaskCursor{Priority: 50, CreatedAt: t0.Add(time.Second), ID: "a"}}, "d e"},
+		{store.TaskFilter{States: open, After: &store.TaskCursor{Priority: 50, CreatedAt: t0, ID: "p2.c"}, Limit: 2}, "a d"},
+		{store.TaskFilter{States: open, After: &store.TaskCursor{Priority: 50, CreatedAt: t0.Add(time.Second), ID: "p1.a"}}, "d e"},
 	} {
 		if got := ids(tc.f); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.f, got, tc.want)
@@ -177,9 +177,9 @@ func testTaskInbox(t *testing.T, s store.Store) {
 func testJobActivation(t *testing.T, s store.Store) {
 	c := ctx(t)
 	put(t, s, proc("p1", "p1", "", 0))
-	later := job("j3", "p1", "pay", 3, t0.Add(time.Hour)) // a retry's back-off: not yet
+	later := job("p1.j3", "p1", "pay", 3, t0.Add(time.Hour)) // a retry's back-off: not yet
 	update(t, s, func(c context.Context, tx store.Tx) error {
-		for _, j := range []*store.Job{job("j1", "p1", "pay", 1, t0), job("j2", "p1", "pay", 2, t0.Add(time.Second)), later, job("j4", "p1", "mail", 4, t0)} {
+		for _, j := range []*store.Job{job("p1.j1", "p1", "pay", 1, t0), job("p1.j2", "p1", "pay", 2, t0.Add(time.Second)), later, job("p1.j4", "p1", "mail", 4, t0)} {
 			if err := tx.PutJob(c, j); err != nil {
 				return err
 			}
@@ -191,14 +191,14 @@ func testJobActivation(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].ID != "j1" || got[0].State != store.JobLeased || got[0].Worker != "w1" || !got[0].LockedUntil.Equal(now.Add(5*time.Minute)) || got[0].Rev != 2 {
+	if len(got) != 1 || got[0].ID != "p1.j1" || got[0].State != store.JobLeased || got[0].Worker != "w1" || !got[0].LockedUntil.Equal(now.Add(5*time.Minute)) || got[0].Rev != 2 {
 		t.Fatalf("first activation %+v", got)
 	}
 	if string(got[0].Env) != `{"x":1}` || string(got[0].Headers) != `{"h":"v"}` {
 		t.Fatalf("activated job lost its env or headers: %s %s", got[0].Env, got[0].Headers)
 	}
 	got, _ = s.ActivateJobs(c, store.Activation{Type: "pay", Worker: "w2", Max: 10, Now: now, LockFor: time.Minute})
-	if len(got) != 1 || got[0].ID != "j2" {
+	if len(got) != 1 || got[0].ID != "p1.j2" {
 		t.Fatalf("second activation %+v: want j2 only (j1 leased, j3 not due)", got)
 	}
 	if got, _ = s.ActivateJobs(c, store.Activation{Type: "pay", Worker: "w3", Max: 10, Now: now, LockFor: time.Minute}); len(got) != 0 {
@@ -209,11 +209,11 @@ func testJobActivation(t *testing.T, s store.Store) {
 	if err != nil || fmt.Sprint(types) != "[pay]" {
 		t.Fatalf("expired types %v, %v", types, err)
 	}
-	j2, _ := s.Job(c, "j2")
+	j2, _ := s.Job(c, "p1.j2")
 	if j2.State != store.JobOpen || j2.Worker != "w2" {
 		t.Fatalf("expired job %+v", j2)
 	}
-	j1, _ := s.Job(c, "j1")
+	j1, _ := s.Job(c, "p1.j1")
 	if j1.State != store.JobLeased {
 		t.Fatalf("j1's lease has not run out: %+v", j1)
 	}
@@ -224,19 +224,19 @@ func testJobActivation(t *testing.T, s store.Store) {
 		names = append(names, j.ID+"@"+j.Worker)
 	}
 	sort.Strings(names)
-	if strings.Join(names, " ") != "j1@w3 j2@w3 j3@w3" {
+	if strings.Join(names, " ") != "p1.j1@w3 p1.j2@w3 p1.j3@w3" {
 		t.Fatalf("activation after every lease ran out: %v", names)
 	}
 	list, err := s.Jobs(c, store.JobFilter{Types: []string{"pay"}, States: []string{store.JobLeased}})
-	if err != nil || len(list) != 3 || list[0].ID != "j1" {
+	if err != nil || len(list) != 3 || list[0].ID != "p1.j1" {
 		t.Fatalf("leased pay jobs %v %v", list, err)
 	}
-	list, _ = s.Jobs(c, store.JobFilter{Process: "p1", After: "j2", Limit: 1})
-	if len(list) != 1 || list[0].ID != "j3" {
+	list, _ = s.Jobs(c, store.JobFilter{Process: "p1", After: "p1.j2", Limit: 1})
+	if len(list) != 1 || list[0].ID != "p1.j3" {
 		t.Fatalf("a page of jobs after j2: %v", list)
 	}
 	// A job leased by a command's read revision: the lease made it stale.
-	stale := job("j4", "p1", "mail", 4, t0)
+	stale := job("p1.j4", "p1", "mail", 4, t0)
 	stale.Rev = 1
 	if _, err := s.ActivateJobs(c, store.Activation{Type: "mail", Worker: "w", Max: 1, Now: now, LockFor: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func testConcurrentActivation(t *testing.T, s store.Store) {
 	const jobs = 60
 	update(t, s, func(c context.Context, tx store.Tx) error {
 		for i := range jobs {
-			if err := tx.PutJob(c, job(fmt.Sprintf("j%03d", i), "p1", "t", i, t0)); err != nil {
+			if err := tx.PutJob(c, job(fmt.Sprintf("p1.j%03d", i), "p1", "t", i, t0)); err != nil {
 				return err
 			}
 		}
@@ -302,40 +302,40 @@ func testEndWork(t *testing.T, s store.Store) {
 	c := ctx(t)
 	put(t, s, proc("p1", "p1", "", 0))
 	update(t, s, func(c context.Context, tx store.Tx) error {
-		for _, x := range []*store.Task{task("t1", "p1", 1, 50, t0), task("t2", "p1", 2, 50, t0)} {
+		for _, x := range []*store.Task{task("p1.t1", "p1", 1, 50, t0), task("p1.t2", "p1", 2, 50, t0)} {
 			if err := tx.PutTask(c, x); err != nil {
 				return err
 			}
 		}
-		for _, j := range []*store.Job{job("j1", "p1", "t", 1, t0), job("j2", "p1", "t", 2, t0)} {
+		for _, j := range []*store.Job{job("p1.j1", "p1", "t", 1, t0), job("p1.j2", "p1", "t", 2, t0)} {
 			if err := tx.PutJob(c, j); err != nil {
 				return err
 			}
 		}
-		return tx.PutIncident(c, &store.Incident{ID: "i1", Process: "p1", Token: 1, Node: "n", Kind: "job_failed", State: store.IncidentOpen, CreatedAt: t0})
+		return tx.PutIncident(c, &store.Incident{ID: "p1.i1", Process: "p1", Token: 1, Node: "n", Kind: "job_failed", State: store.IncidentOpen, CreatedAt: t0})
 	})
 	at := t0.Add(time.Hour)
 	update(t, s, func(c context.Context, tx store.Tx) error { return tx.EndWork(c, "p1", 1, false, at) })
 	update(t, s, func(c context.Context, tx store.Tx) error { return tx.EndWork(c, "p1", 2, true, at) })
-	for id, want := range map[string]string{"t1": store.TaskCanceled, "t2": store.TaskCompleted} {
+	for id, want := range map[string]string{"p1.t1": store.TaskCanceled, "p1.t2": store.TaskCompleted} {
 		x, _ := s.Task(c, id)
 		if x.State != want || !x.CompletedAt.Equal(at) {
 			t.Errorf("task %s: %s at %v, want %s at %v", id, x.State, x.CompletedAt, want, at)
 		}
 	}
-	for id, want := range map[string]string{"j1": store.JobCanceled, "j2": store.JobCompleted} {
+	for id, want := range map[string]string{"p1.j1": store.JobCanceled, "p1.j2": store.JobCompleted} {
 		x, _ := s.Job(c, id)
 		if x.State != want {
 			t.Errorf("job %s: %s, want %s", id, x.State, want)
 		}
 	}
-	i, _ := s.Incident(c, "i1")
+	i, _ := s.Incident(c, "p1.i1")
 	if i.State != store.IncidentResolved || !i.ResolvedAt.Equal(at) {
 		t.Errorf("incident %+v, want resolved", i)
 	}
 	// Ended work stays as it ended.
 	update(t, s, func(c context.Context, tx store.Tx) error { return tx.EndWork(c, "p1", 1, true, at.Add(time.Hour)) })
-	if x, _ := s.Task(c, "t1"); x.State != store.TaskCanceled || !x.CompletedAt.Equal(at) {
+	if x, _ := s.Task(c, "p1.t1"); x.State != store.TaskCanceled || !x.CompletedAt.Equal(at) {
 		t.Errorf("ended task changed: %+v", x)
 	}
 }
@@ -472,23 +472,23 @@ func testWorkCounts(t *testing.T, s store.Store) {
 	c := ctx(t)
 	put(t, s, proc("p1", "p1", "", 0))
 	update(t, s, func(c context.Context, tx store.Tx) error {
-		claimed := task("t2", "p1", 2, 50, t0)
+		claimed := task("p1.t2", "p1", 2, 50, t0)
 		claimed.State = store.TaskClaimed
-		done := task("t3", "p1", 3, 50, t0)
+		done := task("p1.t3", "p1", 3, 50, t0)
 		done.State = store.TaskCompleted
-		for _, x := range []*store.Task{task("t1", "p1", 1, 50, t0), claimed, done} {
+		for _, x := range []*store.Task{task("p1.t1", "p1", 1, 50, t0), claimed, done} {
 			if err := tx.PutTask(c, x); err != nil {
 				return err
 			}
 		}
-		failed := job("j3", "p1", "pay", 6, t0)
+		failed := job("p1.j3", "p1", "pay", 6, t0)
 		failed.State = store.JobFailed
-		for _, j := range []*store.Job{job("j1", "p1", "pay", 4, t0), job("j2", "p1", "mail", 5, t0), failed} {
+		for _, j := range []*store.Job{job("p1.j1", "p1", "pay", 4, t0), job("p1.j2", "p1", "mail", 5, t0), failed} {
 			if err := tx.PutJob(c, j); err != nil {
 				return err
 			}
 		}
-		return tx.PutIncident(c, &store.Incident{ID: "i1", Process: "p1", Token: 6, Node: "n", Kind: "job_failed", State: store.IncidentOpen, CreatedAt: t0})
+		return tx.PutIncident(c, &store.Incident{ID: "p1.i1", Process: "p1", Token: 6, Node: "n", Kind: "job_failed", State: store.IncidentOpen, CreatedAt: t0})
 	})
 	if _, err := s.ActivateJobs(c, store.Activation{Type: "pay", Worker: "w", Max: 5, Now: t0, LockFor: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -511,10 +511,10 @@ func testWorkCounts(t *testing.T, s store.Store) {
 func testFailedUpdateWork(t *testing.T, s store.Store) {
 	c := ctx(t)
 	put(t, s, proc("p1", "p1", "", 0))
-	update(t, s, func(c context.Context, tx store.Tx) error { return tx.PutTask(c, task("t1", "p1", 1, 50, t0)) })
+	update(t, s, func(c context.Context, tx store.Tx) error { return tx.PutTask(c, task("p1.t1", "p1", 1, 50, t0)) })
 	boom := errors.New("boom")
 	err := s.Update(c, func(c context.Context, tx store.Tx) error {
-		x, err := tx.Task(c, "t1")
+		x, err := tx.Task(c, "p1.t1")
 		if err != nil {
 			return err
 		}
@@ -522,7 +522,7 @@ func testFailedUpdateWork(t *testing.T, s store.Store) {
 		if err := tx.PutTask(c, x); err != nil {
 			return err
 		}
-		if err := tx.PutJob(c, job("j1", "p1", "t", 2, t0)); err != nil {
+		if err := tx.PutJob(c, job("p1.j1", "p1", "t", 2, t0)); err != nil {
 			return err
 		}
 		if err := tx.PutAuditNotes(c, []store.AuditNote{{Process: "p1", Seq: 1, User: "u"}}); err != nil {
@@ -539,10 +539,10 @@ func testFailedUpdateWork(t *testing.T, s store.Store) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("update: %v", err)
 	}
-	if x, _ := s.Task(c, "t1"); x.State != store.TaskOpen || x.Rev != 1 {
+	if x, _ := s.Task(c, "p1.t1"); x.State != store.TaskOpen || x.Rev != 1 {
 		t.Fatalf("task after a failed update: %+v", x)
 	}
-	if _, err := s.Job(c, "j1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Job(c, "p1.j1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("job of a failed update: %v", err)
 	}
 	if n, _ := s.AuditNotes(c, "p1", 0, 0); len(n) != 0 {

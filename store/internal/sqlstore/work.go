@@ -158,6 +158,18 @@ func UpdateSet(columns string, param func(n int) string) string {
 	return b.String()
 }
 
+// AvailableAt is when a job that is open or leased becomes available to
+// lease: the due time of an open job, the end of the lease of a leased one
+// (the key of the jobs_available index).
+const AvailableAt = "(CASE WHEN state = 'open' THEN due_at ELSE locked_until END)"
+
+// ProcessRange is the range [lo, hi) of the ids of a process's work rows:
+// the process id and a dot, then anything ('/' follows '.'). Process ids
+// may hold dots themselves, so the range is narrowed by process_id too.
+func ProcessRange(process string) (lo, hi string) {
+	return process + ".", process + "/"
+}
+
 // WorkDialect says how a backend writes what the work queries need.
 type WorkDialect struct {
 	// Param is the placeholder of the nth argument.
@@ -168,6 +180,19 @@ type WorkDialect struct {
 	// HoldsAny is the condition that col holds any of vals; arg adds an
 	// argument and returns its placeholder.
 	HoldsAny func(col string, vals []string, arg func(v any) string) string
+	// ByIDRange finds a process's work rows by the range of their ids
+	// (SQLite, comparing bytes) instead of by process_id (PostgreSQL, whose
+	// collation may not order ids by bytes).
+	ByIDRange bool
+}
+
+// processCond is the condition that a work row belongs to a process.
+func (d WorkDialect) processCond(process string, arg func(v any) string) string {
+	if d.ByIDRange {
+		lo, hi := ProcessRange(process)
+		return "id >= " + arg(lo) + " AND id < " + arg(hi) + " AND process_id = " + arg(process)
+	}
+	return "process_id = " + arg(process)
 }
 
 // limit is a LIMIT clause with the number written out: SQLite prepares a
@@ -202,7 +227,9 @@ func TasksQuery(f store.TaskFilter, d WorkDialect) (string, []any) {
 	}
 	eq("assignee", f.Assignee)
 	eq("queue", f.Queue)
-	eq("process_id", f.Process)
+	if f.Process != "" {
+		where = append(where, d.processCond(f.Process, arg))
+	}
 	eq("definition", f.Definition)
 	if f.CandidateUser != "" {
 		where = append(where, d.Holds("candidate_users", arg(f.CandidateUser)))
@@ -238,11 +265,11 @@ func TasksQuery(f store.TaskFilter, d WorkDialect) (string, []any) {
 }
 
 // JobsQuery is the query of Store.Jobs.
-func JobsQuery(f store.JobFilter, param func(n int) string) (string, []any) {
+func JobsQuery(f store.JobFilter, d WorkDialect) (string, []any) {
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return param(len(args))
+		return d.Param(len(args))
 	}
 	in := func(col string, vals []string) string {
 		ps := make([]string, len(vals))
@@ -259,18 +286,18 @@ func JobsQuery(f store.JobFilter, param func(n int) string) (string, []any) {
 		where = append(where, in("state", f.States))
 	}
 	if f.Process != "" {
-		where = append(where, "process_id = "+arg(f.Process))
+		where = append(where, d.processCond(f.Process, arg))
 	}
 	q := "SELECT " + JobColumns + " FROM jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id" + limit(f.Limit)
 	return q, args
 }
 
 // IncidentsQuery is the query of Store.Incidents.
-func IncidentsQuery(f store.IncidentFilter, param func(n int) string) (string, []any) {
+func IncidentsQuery(f store.IncidentFilter, d WorkDialect) (string, []any) {
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return param(len(args))
+		return d.Param(len(args))
 	}
 	where := []string{"id > " + arg(f.After)}
 	if len(f.States) > 0 {
@@ -281,7 +308,7 @@ func IncidentsQuery(f store.IncidentFilter, param func(n int) string) (string, [
 		where = append(where, "state IN ("+strings.Join(ps, ", ")+")")
 	}
 	if f.Process != "" {
-		where = append(where, "process_id = "+arg(f.Process))
+		where = append(where, d.processCond(f.Process, arg))
 	}
 	q := "SELECT " + IncidentColumns + " FROM incidents WHERE " + strings.Join(where, " AND ") + " ORDER BY id" + limit(f.Limit)
 	return q, args
