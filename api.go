@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,14 +35,19 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 	if len(req.Context) > 0 {
 		pctx = maps.Clone(req.Context)
 	}
+	atts, err := checkAttachments(req.Attachments)
+	if err != nil {
+		return nil, err
+	}
 	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.StartWith(g, env, pctx, req.Setup)
 		if err != nil {
 			return nil, err
 		}
 		t.root = p
+		c.startRecord(p, req.User, atts)
 		return p, nil
-	}, &outcome{})
+	}, &outcome{Request: requestID("start", req.Definition, req.Version, env.Map(), req.Context)})
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +260,69 @@ func (e *Engine) Tokens(ctx context.Context, processID string) (*TokenHistory, e
 	return historyOf(p), nil
 }
 
+// TokenPage returns a page of a process's token history: the node and arc
+// tokens created after the cursor after ("" from the first), at most
+// limit of them together (limit <= 0: all the rest), each list in creation
+// order. Next is the cursor of the next page, "" after the last.
+func (e *Engine) TokenPage(ctx context.Context, processID, after string, limit int) (*TokenHistory, error) {
+	var from int64
+	if after != "" {
+		n, err := strconv.ParseInt(after, 10, 64)
+		if err != nil || n < 0 {
+			return nil, invalid("after %q: want the cursor (next) of the previous page", after)
+		}
+		from = n
+	}
+	p, err := e.decodeOne(ctx, processID)
+	if err != nil {
+		return nil, err
+	}
+	h := &TokenHistory{NodeTokens: []NodeToken{}, ArcTokens: []ArcToken{}}
+	nodes, arcs := p.NodeTokens, p.ArcTokens
+	i := sort.Search(len(nodes), func(i int) bool { return nodes[i].Seq > from })
+	j := sort.Search(len(arcs), func(j int) bool { return arcs[j].Seq > from })
+	var last int64
+	for n := 0; i < len(nodes) || j < len(arcs); n++ {
+		if limit > 0 && n == limit {
+			h.Next = strconv.FormatInt(last, 10)
+			break
+		}
+		if j == len(arcs) || i < len(nodes) && nodes[i].Seq < arcs[j].Seq {
+			h.NodeTokens = append(h.NodeTokens, nodeTokenOf(nodes[i]))
+			last = nodes[i].Seq
+			i++
+		} else {
+			h.ArcTokens = append(h.ArcTokens, arcTokenOf(arcs[j]))
+			last = arcs[j].Seq
+			j++
+		}
+	}
+	return h, nil
+}
+
+// EachToken calls node for every node token of a process and then arc for
+// every arc token, in creation order, one at a time (to write a large
+// history without holding all of it converted).
+func (e *Engine) EachToken(ctx context.Context, processID string, node func(*NodeToken) error, arc func(*ArcToken) error) error {
+	p, err := e.decodeOne(ctx, processID)
+	if err != nil {
+		return err
+	}
+	for _, t := range p.NodeTokens {
+		nt := nodeTokenOf(t)
+		if err := node(&nt); err != nil {
+			return err
+		}
+	}
+	for _, a := range p.ArcTokens {
+		at := arcTokenOf(a)
+		if err := arc(&at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Events returns up to limit events of a process after seq afterSeq, in
 // the order they fired (limit <= 0: all).
 func (e *Engine) Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]Event, error) {
@@ -447,6 +516,8 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 	if err != nil {
 		return nil, err
 	}
+	// The event is the same request whichever process it finds.
+	request := requestID("event", req.Match, req.Node, vals)
 	// A retry finds its first result even once no process matches any more
 	// (the event may have completed the one it went to).
 	if req.IdempotencyKey != "" {
@@ -455,6 +526,9 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 			return nil, err
 		}
 		if prev != nil {
+			if err := prev.checkRequest(req.IdempotencyKey, request); err != nil {
+				return nil, err
+			}
 			if err := prev.err(); err != nil {
 				return nil, err
 			}
@@ -472,7 +546,7 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 	default:
 		return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("more than one executing process has context %v", sortedPairs(req.Match))}
 	}
-	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals}, req.IdempotencyKey)
+	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals, Request: request}, req.IdempotencyKey)
 }
 
 func sortedPairs(m map[string]string) []string {

@@ -1,6 +1,8 @@
 package veena
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,12 +33,21 @@ type op struct {
 	Wake     *kernel.WakeResult `json:"wake,omitempty"`     // wake: the outcome of a token's wake
 	Message  *kernel.Message    `json:"message,omitempty"`  // message: a named event for the process
 	Args     *workArgs          `json:"args,omitempty"`     // the work layer's commands (work.go)
+	// Await, Name and Key: deliver (messages.go) gives what the token must
+	// still be waiting for.
+	Await string `json:"await,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Key   string `json:"key,omitempty"`
+	// Request identifies the request the op carries out (see requestID),
+	// when it has an idempotency key: the key is bound to it.
+	Request string `json:"request,omitempty"`
 }
 
 // opKind names what an op does.
 type opKind string
 
 const (
+	opDeliver    opKind = "deliver" // a message or a signal for a waiting token (messages.go)
 	opComplete   opKind = "complete"
 	opBacktrack  opKind = "backtrack"
 	opCancel     opKind = "cancel"
@@ -63,6 +74,10 @@ type opTokenSet struct {
 // environment patch, the token's environment), nothing to do, or a refusal.
 // Idempotency records and finished inbox commands keep it as JSON.
 type outcome struct {
+	// Request identifies the request that produced the outcome, for the
+	// idempotency key it is recorded under: a retry must be the same
+	// request (see checkRequest).
+	Request string           `json:"request,omitempty"`
 	Process *Process         `json:"process,omitempty"`
 	Env     map[string]Value `json:"env,omitempty"`
 	None    bool             `json:"none,omitempty"`
@@ -75,11 +90,47 @@ type outcome struct {
 	Job        *Job        `json:"job,omitempty"`
 	Incident   *Incident   `json:"incident,omitempty"`
 	Attachment *Attachment `json:"attachment,omitempty"`
+	// Fired are the transitions a Petri net event fired.
+	Fired []string `json:"fired,omitempty"`
 }
 
 type outcomeError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// ErrIdempotencyKeyReused: an idempotency key already answered a different
+// request (operation, target or body); nothing is done.
+var ErrIdempotencyKeyReused = &kernel.Error{Code: "idempotency_key_reused", Msg: "the idempotency key was used for a different request"}
+
+// requestID identifies a request by a digest of its operation, target and
+// body (the parts, encoded as JSON: maps in key order).
+func requestID(parts ...any) string {
+	b, err := json.Marshal(parts)
+	if err != nil {
+		b = []byte(fmt.Sprintf("%#v", parts))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// requestID identifies the request an op carries out: its kind, target
+// and arguments.
+func (o *op) requestID() string {
+	c := *o
+	c.Request = ""
+	return requestID("op", &c)
+}
+
+// checkRequest refuses to answer request with the outcome recorded under
+// key if another request produced it. Outcomes recorded before requests
+// were bound to keys say nothing, and are taken as the same.
+func (o *outcome) checkRequest(key, request string) error {
+	if o.Request == "" || request == "" || o.Request == request {
+		return nil
+	}
+	return &kernel.Error{Code: ErrIdempotencyKeyReused.Code, Msg: fmt.Sprintf(
+		"idempotency key %q was already used for a different request (another operation, target or body); a retry must repeat the first request exactly, and a new request needs a new key", key)}
 }
 
 // failure turns a command's error into the outcome the caller sees.
@@ -140,6 +191,9 @@ func (o *op) bind(res *outcome) commandFunc {
 		if o.Kind.isWork() {
 			return p, o.work(ke, p, c, res)
 		}
+		if o.Kind.isNet() {
+			return p, o.net(ke, p, c, res)
+		}
 		switch o.Kind {
 		case opCancel:
 			return p, ke.Cancel(p)
@@ -157,6 +211,8 @@ func (o *op) bind(res *outcome) commandFunc {
 			}
 			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
 			return p, nil
+		case opDeliver:
+			return p, o.deliver(ke, p)
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange

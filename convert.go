@@ -260,3 +260,7 @@ func envOf(m map[string]any) (*kernel.Env, error) {
 	}
 	return env, nil
 }
+
+// NodeTokenID is the API id of a process's node token at index i (as
+// node types number them), for formats that show their own node state.
+func NodeTokenID(process string, i int) string { return nodeTokenID(process, i) }

@@ -94,7 +94,7 @@ func (e *Engine) compileAll(file string, src []byte, format string) ([]*graph.Gr
 		}
 		return []*graph.Graph{g}, nil
 	case "bpmn":
-		return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("format %s is not supported yet", format)}
+		return compileBPMN(file, src)
 	}
 	return nil, &kernel.Error{Code: ErrInvalidArgument.Code, Msg: fmt.Sprintf("unknown definition format %q", format)}
 }

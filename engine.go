@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/internal/snapshot"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/petri/netproc"
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/memstore"
 )
@@ -85,7 +87,8 @@ type Engine struct {
 
 	locks rootLocks
 	cache *treeCache
-	roots rootMap // nested process id -> root id
+	bg    sync.WaitGroup // deliveries after commits (messages.go)
+	roots rootMap        // nested process id -> root id
 
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
@@ -99,7 +102,8 @@ type Engine struct {
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
-	analysing chan struct{} // one state-space exploration at a time
+	nets      *netproc.Runtime // runs Petri net processes
+	analysing chan struct{}    // one state-space exploration at a time
 	analyses  analysisCache
 
 	// timeOrderedIDs is set when process IDs are UUIDv7 made at the time
@@ -128,6 +132,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if k == nil {
 		k = kernel.New()
 	}
+	nets := netRuntime(k)
 	for _, f := range []struct {
 		from int
 		to   *int
@@ -144,6 +149,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Limits.CommandTime != 0 {
 		k.Limits.CommandTime = opts.Limits.CommandTime
 	}
+	registerFormats(k)
 	if opts.IdempotencyTTL == 0 {
 		opts.IdempotencyTTL = DefaultIdempotencyTTL
 	}
@@ -157,6 +163,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		subs:  map[string]map[*subscriber]struct{}{},
 		wake:  make(chan struct{}, 1),
 
+		nets:      nets,
 		analysing: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
@@ -206,6 +213,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 // Close stops background work and closes the store.
 func (e *Engine) Close() error {
 	e.Stop()
+	e.bg.Wait()
 	e.pool.close()
 	var err error
 	e.closeMu.Do(func() { err = e.store.Close() })
@@ -440,6 +448,7 @@ type processFacts struct {
 	context   map[string]string // a copy, to see changes
 	works     map[int]string    // node token -> key of the work it waits for
 	waitNodes []string
+	correl    string // the tokens waiting for messages and signals (messages.go)
 }
 
 func (e *Engine) factsOf(p *kernel.Process) processFacts {
@@ -460,6 +469,7 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 			}
 		}
 		f.waitNodes = waitNodesOf(p)
+		f.correl = correlationKey(correlationsOf(p, ""))
 	}
 	return f
 }
@@ -565,8 +575,11 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 			done, prev = nil, nil
 			if key != "" {
 				var err error
-				if prev, err = lookupKey(ctx, tx, key); err != nil || prev != nil {
+				if prev, err = lookupKey(ctx, tx, key); err != nil {
 					return err
+				}
+				if prev != nil {
+					return prev.checkRequest(key, res.Request)
 				}
 			}
 			p := early
@@ -653,6 +666,7 @@ func (e *Engine) committed(p *plan) {
 		}
 		e.publish(p.events)
 		e.wakeJobs(p.cmd.wake)
+		e.afterCommit(p)
 	}
 }
 
@@ -668,11 +682,17 @@ type plan struct {
 	// process's first (those go with its row, see store.Process).
 	appended []store.EventRecord
 	timers   []timerWrite
-	ctxPut   []*kernel.Process // processes whose context starts to count or changed
-	ctxDrop  []string          // processes whose context stops counting
-	unique   []string
-	bump     bool // the root row is not rewritten: set its version
-	cmd      *cmd // the work rows the command writes, its audit notes
+	// correlations are the new correlation rows of the processes whose
+	// tokens started or stopped waiting for messages and signals; waiting
+	// the message correlations that are new; signals the signals thrown.
+	correlations []correlationWrite
+	waiting      []store.Correlation
+	signals      []string
+	ctxPut       []*kernel.Process // processes whose context starts to count or changed
+	ctxDrop      []string          // processes whose context stops counting
+	unique       []string
+	bump         bool // the root row is not rewritten: set its version
+	cmd          *cmd // the work rows the command writes, its audit notes
 	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
@@ -688,6 +708,11 @@ type wakeRun struct {
 type timerWrite struct {
 	process string
 	timers  []store.Timer
+}
+
+type correlationWrite struct {
+	process string
+	cs      []store.Correlation
 }
 
 // run runs fn on t and works out what to write; t is changed in place;
@@ -764,6 +789,27 @@ func (p *plan) prepare(e *Engine) error {
 			}
 		}
 		facts := e.factsOf(q)
+		if facts.correl != before.correl {
+			cs := correlationsOf(q, rec.Root)
+			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
+			old := map[int]bool{}
+			if known {
+				for _, s := range strings.Split(before.correl, "\x01") {
+					if i := strings.IndexByte(s, 0); i > 0 {
+						n, _ := strconv.Atoi(s[:i])
+						old[n] = true
+					}
+				}
+			}
+			for _, c := range cs {
+				if c.Kind == "message" && !old[c.Token] {
+					p.waiting = append(p.waiting, c)
+				}
+			}
+		}
+		if len(q.Events) > 0 {
+			p.signals = append(p.signals, thrownSignals(q)...)
+		}
 		if facts.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
 			if q.State == kernel.Executing {
@@ -823,6 +869,11 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 	}
 	for _, w := range p.timers {
 		if err := tx.ReplaceTimers(ctx, w.process, w.timers); err != nil {
+			return err
+		}
+	}
+	for _, w := range p.correlations {
+		if err := tx.ReplaceCorrelations(ctx, w.process, w.cs); err != nil {
 			return err
 		}
 	}

@@ -52,8 +52,9 @@ func TestLifecycle(t *testing.T) {
 		if !errors.As(err, &le) || len(le.Problems) == 0 {
 			t.Fatalf("invalid definition: no problems listed: %v", err)
 		}
+		// A BPMN file outside the BPMN namespace is no BPMN definition.
 		_, _, err = e.LoadDefinition(ctx, "x.bpmn", []byte(`<definitions/>`), "")
-		wantCode(t, err, "invalid_argument")
+		wantCode(t, err, "definition_invalid")
 		_, err = e.Definition(ctx, "nope", 0)
 		wantCode(t, err, "not_found")
 

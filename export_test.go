@@ -21,3 +21,28 @@ func Cached(e *Engine, root string) bool { return e.cache.has(root) }
 
 // StoreOf is the store an engine runs on.
 func StoreOf(e *Engine) store.Store { return e.store }
+
+// EnqueueComplete queues the completion of a node token in its tree's
+// durable inbox, as a command that found the tree busy does, and returns
+// its outcome once applied.
+func EnqueueComplete(ctx context.Context, e *Engine, token, key string) (*Process, error) {
+	o, err := tokenOp(opComplete, token)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		o.Request = o.requestID()
+	}
+	root, err := e.rootOf(ctx, o.Process)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.enqueue(ctx, root, key, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.err(); err != nil {
+		return nil, err
+	}
+	return out.Process, nil
+}

@@ -38,8 +38,11 @@ func (e *Engine) submit(ctx context.Context, o *op, key string) (*outcome, error
 	if err != nil {
 		return nil, err
 	}
+	if key != "" && o.Request == "" {
+		o.Request = o.requestID()
+	}
 	if unlock, ok := e.locks.tryLock(root); ok {
-		res := &outcome{}
+		res := &outcome{Request: o.Request}
 		out, err := e.command(ctx, root, key, o.bind(res), res)
 		unlock()
 		if !errors.Is(err, store.ErrBusy) {
@@ -126,6 +129,11 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 			if out, err = lookupKey(ctx, tx, c.Key); err != nil {
 				return err
 			}
+			if out != nil {
+				if err := out.checkRequest(c.Key, o.Request); err != nil {
+					return err
+				}
+			}
 		}
 		if out == nil {
 			t := e.cache.take(root)
@@ -138,7 +146,7 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 					return err
 				}
 			}
-			out = &outcome{}
+			out = &outcome{Request: o.Request}
 			p := e.run(t, o.bind(out), tx, ctx)
 			if p.err != nil {
 				return p.err
@@ -271,6 +279,9 @@ func (e *Engine) drainAbandoned(ctx context.Context) {
 		if _, err := e.store.PurgeKeys(ctx, now.Add(-ttl)); err != nil && ctx.Err() == nil {
 			e.log.Warn("veena: purge expired idempotency keys", "err", err)
 		}
+	}
+	if _, err := e.store.PurgeMessages(ctx, e.clock()); err != nil && ctx.Err() == nil {
+		e.log.Warn("veena: purge expired messages", "err", err)
 	}
 }
 

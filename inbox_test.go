@@ -174,7 +174,11 @@ func TestInboxOutlivesItsCaller(t *testing.T) {
 			t.Fatalf("token of the abandoned command: %+v, %v", tok, err)
 		}
 
-		again, err := e.CompleteToken(ctx, toks[0], veena.CompleteRequest{IdempotencyKey: "k1", Env: map[string]any{"by": "retry"}})
+		// A retry is the same request; the same key on another body is
+		// refused (the key is bound to its request).
+		_, err = e.CompleteToken(ctx, toks[0], veena.CompleteRequest{IdempotencyKey: "k1", Env: map[string]any{"by": "retry"}})
+		wantCode(t, err, "idempotency_key_reused")
+		again, err := e.CompleteToken(ctx, toks[0], veena.CompleteRequest{IdempotencyKey: "k1", Env: map[string]any{"by": "first"}})
 		if err != nil {
 			t.Fatalf("retry with the same key: %v", err)
 		}

@@ -137,10 +137,13 @@ type ArcToken struct {
 	TokenSets     []TokenSetRef `json:"tokenSets"`
 }
 
-// TokenHistory is every node and arc token of a process, in creation order.
+// TokenHistory is every node and arc token of a process, in creation order,
+// or a page of them (see Engine.TokenPage): Next is then the cursor of the
+// next page, "" after the last.
 type TokenHistory struct {
 	NodeTokens []NodeToken `json:"nodeTokens"`
 	ArcTokens  []ArcToken  `json:"arcTokens"`
+	Next       string      `json:"next"`
 }
 
 // Event is one execution event of a process. ArcNames holds nil for the default arc.
@@ -167,6 +170,11 @@ type StartRequest struct {
 	// Setup, if set, prepares the new process before its start nodes run:
 	// a format's initial state (see kernel.Engine.StartWith).
 	Setup func(p *kernel.Process) error
+	// User is who starts the process, for the audit trail.
+	User string
+	// Attachments are the process's named document references from the
+	// start (cardinality 0 means 1).
+	Attachments []Attachment
 }
 
 // CompleteRequest completes a node token. Arcs nil means the default arcs;

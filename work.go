@@ -1123,3 +1123,37 @@ func (e *Engine) OpenIncident(ctx context.Context, nodeToken, kind, message stri
 	}
 	return out.Incident, nil
 }
+
+// WorkCounts is the work waiting: open and claimed tasks, open, leased and
+// failed jobs by type, open incidents by kind.
+type WorkCounts struct {
+	Tasks     map[string]int
+	Jobs      []JobCount
+	Incidents map[string]int
+}
+
+// JobCount is how many jobs of a type are in a state.
+type JobCount struct {
+	Type, State string
+	Count       int
+}
+
+// WorkCounts counts the work waiting, in the store (every engine sharing
+// a database counts the same).
+func (e *Engine) WorkCounts(ctx context.Context) (*WorkCounts, error) {
+	c, err := e.store.WorkCounts(ctx)
+	if err != nil {
+		return nil, storeError("count work", err)
+	}
+	out := &WorkCounts{Tasks: c.Tasks, Incidents: c.Incidents}
+	for k, n := range c.Jobs {
+		out.Jobs = append(out.Jobs, JobCount{Type: k.Type, State: k.State, Count: n})
+	}
+	sort.Slice(out.Jobs, func(i, j int) bool {
+		if out.Jobs[i].Type != out.Jobs[j].Type {
+			return out.Jobs[i].Type < out.Jobs[j].Type
+		}
+		return out.Jobs[i].State < out.Jobs[j].State
+	})
+	return out, nil
+}

@@ -193,6 +193,9 @@ func (a *activity) leave(e *kernel.Engine, t *kernel.NodeToken, names []string, 
 // element has them, evaluated over the brought variables and the token's;
 // else every brought variable (see setVar).
 func outputs(e *kernel.Engine, t *kernel.NodeToken, el *bpmn.Element, brought *kernel.Env) {
+	if brought.IsEmpty() && len(el.Outputs) == 0 {
+		return
+	}
 	extra := map[string]any{}
 	for _, n := range brought.Names() {
 		v, _ := brought.Get(n)

@@ -429,3 +429,25 @@ func outArcNames(n *graph.Node) []string {
 }
 
 var errNoRoute = errors.New("no route")
+
+// StartEvent is a start event of a process that something other than a
+// plain start triggers: a message, a signal or a timer.
+type StartEvent struct {
+	Kind string // message, signal or timer
+	Name string // the message or signal name
+	Node string // the start event's id
+}
+
+// StartEvents lists a definition's message, signal and timer start events
+// (none for a graph that is not BPMN).
+func StartEvents(g *graph.Graph) []StartEvent {
+	p := propsOf(g)
+	if p == nil {
+		return nil
+	}
+	var out []StartEvent
+	for _, el := range p.StartEvents {
+		out = append(out, StartEvent{Kind: string(el.Event.Kind), Name: el.Event.Name, Node: el.ID})
+	}
+	return out
+}

@@ -174,13 +174,29 @@ func subscribe(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) {
 // runs it evaluates the timer (an expression, or ISO 8601 / cron text);
 // later runs (the engine firing the delay) let it through once due.
 func timerGuard(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) kernel.GuardResult {
-	if t.DelayCount > 0 {
+	if t.DelayCount > 0 && t.Note("timerFailed") == "" {
 		if !t.DelayUntil.After(e.Now()) {
 			return kernel.GuardResult{Action: kernel.Accept}
 		}
 		return kernel.GuardResult{Action: kernel.Delay, Until: t.DelayUntil}
 	}
+	if t.DelayCount == 0 {
+		// A timer that cannot be evaluated on entry is due at once: the
+		// engine fires it, its evaluation fails again there, and the
+		// failure is an incident on the waiting token (timer_failed)
+		// instead of undoing the step that reached it.
+		var due time.Time
+		if err := guardFails(func() { due = firstDue(e, t, ev) }); err != nil {
+			e.SetNote(t, "timerFailed", "1")
+			return kernel.GuardResult{Action: kernel.Delay, Until: e.Now()}
+		}
+		if !due.After(e.Now()) {
+			return kernel.GuardResult{Action: kernel.Accept}
+		}
+		return kernel.GuardResult{Action: kernel.Delay, Until: due}
+	}
 	due := firstDue(e, t, ev)
+	e.SetNote(t, "timerFailed", "")
 	if !due.After(e.Now()) {
 		return kernel.GuardResult{Action: kernel.Accept}
 	}

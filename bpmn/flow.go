@@ -4,6 +4,7 @@ import (
 	"github.com/veena-wf/veena/format/bpmn"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
+	"sync"
 )
 
 // flowOf returns the sequence flow an arc was compiled from (nil for the
@@ -25,6 +26,9 @@ func outgoing(e *kernel.Engine, t *kernel.NodeToken, requested []string) []strin
 		return resolveOutcome(e, t, requested)
 	}
 	el := elementOf(n)
+	if plain := plainOut(t.Process.Graph, n); len(plain) > 0 {
+		return plain
+	}
 	var names []string
 	def := ""
 	for _, a := range n.OutArcs() {
@@ -178,4 +182,28 @@ func upstream(p *kernel.Process, join *graph.Node, scope *kernel.TokenSet, waiti
 		}
 	}
 	return false
+}
+
+// plainOuts caches, per node, the names of its out-arcs when none of its
+// flows has a condition and it has no default flow: they are all taken.
+var plainOuts sync.Map // *graph.Node -> []string (empty: not plain)
+
+func plainOut(g *graph.Graph, n *graph.Node) []string {
+	if v, ok := plainOuts.Load(n); ok {
+		return v.([]string)
+	}
+	names := outArcNames(n)
+	el := elementOf(n)
+	for _, a := range n.OutArcs() {
+		f := propsOf(g).Process.Flow(a.Name)
+		if (f != nil && f.Condition != nil) || (el != nil && el.Default != "") {
+			names = []string{}
+			break
+		}
+	}
+	if len(n.OutArcs()) == 0 {
+		names = []string{}
+	}
+	v, _ := plainOuts.LoadOrStore(n, names)
+	return v.([]string)
 }

@@ -438,6 +438,9 @@ func armBoundaries(e *kernel.Engine, t *kernel.NodeToken, el *bpmn.Element) {
 
 // disarmBoundaries withdraws the boundary listeners of an activity token.
 func disarmBoundaries(e *kernel.Engine, t *kernel.NodeToken) {
+	if el := elementOf(t.Node); el == nil || len(el.Boundaries) == 0 {
+		return
+	}
 	id := tokenID(t)
 	for _, u := range t.Process.NodeTokens {
 		if u.Active() && !u.Complete && u.Note(noteAttached) == id && u.Note(noteMode) == "listen" {

@@ -48,6 +48,15 @@ const (
 	IncidentResolved EventType = 1 << 30
 	EnvChanged       EventType = 1 << 31
 	AttachmentSet    EventType = 1 << 32
+	// ActionCompleted: an action of a schema node completed (its node
+	// token is the event's), or the action of a Petri net transition
+	// succeeded (its name is the transition's id).
+	ActionCompleted EventType = 1 << 33
+
+	// The events of Petri nets: a transition fired, an event no transition
+	// welcomed. Their names hold the transition's id (the event's name).
+	TransitionFired EventType = 1 << 34
+	EventIgnored    EventType = 1 << 35
 )
 
 // EventTypes lists every event type in bit order.
@@ -57,7 +66,8 @@ var EventTypes = []EventType{
 	NodeTokenSkipped, NodeTokenCompleted, NodeTokenBacktracked, ArcTokenCreated, ArcTokenProcessed,
 	ArcTokenCompleted, ArcTokenBacktracked, ArcTokenMerged, NodeTokenDelayed, ArcTokenIncompleteJoin,
 	TaskCreated, TaskClaimed, TaskReleased, TaskSaved, TaskCompleted, JobCreated, JobCompleted, JobFailed,
-	JobErrorThrown, IncidentOpened, IncidentResolved, EnvChanged, AttachmentSet,
+	JobErrorThrown, IncidentOpened, IncidentResolved, EnvChanged, AttachmentSet, ActionCompleted,
+	TransitionFired, EventIgnored,
 }
 
 // eventNames are the names of the event types, in bit order.
@@ -69,7 +79,7 @@ var eventNames = [...]string{
 	"ARC_TOKEN_BACKTRACKED", "ARC_TOKEN_MERGED", "NODE_TOKEN_DELAYED", "ARC_TOKEN_INCOMPLETE_JOIN",
 	"TASK_CREATED", "TASK_CLAIMED", "TASK_RELEASED", "TASK_SAVED", "TASK_COMPLETED", "JOB_CREATED",
 	"JOB_COMPLETED", "JOB_FAILED", "JOB_ERROR_THROWN", "INCIDENT_OPENED", "INCIDENT_RESOLVED", "ENV_CHANGED",
-	"ATTACHMENT_SET",
+	"ATTACHMENT_SET", "ACTION_COMPLETED", "TRANSITION_FIRED", "EVENT_IGNORED",
 }
 
 // Index is the type's position in EventTypes (its bit number), -1 if t is

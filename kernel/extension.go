@@ -97,12 +97,14 @@ func (e *Engine) receive(p *Process, m *Message) {
 
 // StartWith creates a process of g with a copy of env and the given
 // context, lets setup prepare it (a format's initial state; nil: none) and
-// starts it. Setup runs before the start nodes do.
+// starts it. Setup runs before the start nodes do. A process of a format
+// with a ProcessRunner is started by the runner instead.
 func (e *Engine) StartWith(g *graph.Graph, env *Env, context map[string]string, setup func(p *Process) error) (p *Process, err error) {
 	if err := e.k.Prepare(g); err != nil {
 		return nil, err
 	}
-	if len(g.StartNodes()) == 0 {
+	runner := e.k.runners[g.Format]
+	if len(g.StartNodes()) == 0 && runner == nil {
 		return nil, refuse(ErrNoStartNodes, "definition %s has no start nodes", g)
 	}
 	err = e.run(nil, func() {
@@ -112,6 +114,10 @@ func (e *Engine) StartWith(g *graph.Graph, env *Env, context map[string]string, 
 			if err := setup(p); err != nil {
 				e.Fail(failed(err, "prepare process of %s", g))
 			}
+		}
+		if runner != nil {
+			e.beginOwn(p, runner)
+			return
 		}
 		e.startProcess(p)
 	})

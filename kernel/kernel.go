@@ -33,6 +33,7 @@ type Kernel struct {
 	named       map[string]Listener
 	receivers   map[string]Receiver
 	settlers    []Settler
+	runners     map[string]ProcessRunner
 	prepMu      sync.Mutex
 	limitsOnce  sync.Once
 	effective   Limits
@@ -944,7 +945,7 @@ func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
 }
 
 func (e *Engine) checkCompletion(p *Process) {
-	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 {
+	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 && !e.keptOpen(p) {
 		e.mutP(p)
 		p.State = PendingCompletion
 		p.Dirty = true

@@ -316,11 +316,12 @@ func (e *Engine) CompleteWithResult(t *NodeToken, r WorkResult) error {
 		names := defaultArcs
 		switch {
 		case r.Outcome != "":
-			if len(t.Node.OutArcsNamed(r.Outcome)) == 0 {
+			name, ok := outcomeArc(t, r.Outcome)
+			if !ok {
 				e.Fail(refuse(ErrInvalidArgument, "outcome %q names no arc leaving node %s (its arcs: %s)",
 					r.Outcome, t.Node.QualifiedName(), arcNameList(t)))
 			}
-			names = []string{r.Outcome}
+			names = []string{name}
 		case r.Result != "" && len(t.Node.OutArcsNamed(r.Result)) > 0:
 			names = []string{r.Result}
 		}
@@ -338,6 +339,21 @@ func (e *Engine) CompleteWithResult(t *NodeToken, r WorkResult) error {
 		}
 		e.complete(t, names, false)
 	})
+}
+
+// outcomeArc finds the arc an outcome names among those leaving t's node:
+// by name (a BPMN flow's id), else by label (its display name); it returns
+// the arc's name.
+func outcomeArc(t *NodeToken, outcome string) (string, bool) {
+	if len(t.Node.OutArcsNamed(outcome)) > 0 {
+		return outcome, true
+	}
+	for _, a := range t.Node.OutArcs() {
+		if a.Label != "" && a.Label == outcome {
+			return a.Name, true
+		}
+	}
+	return "", false
 }
 
 // arcNameList lists the names of the arcs leaving t's node, for messages.

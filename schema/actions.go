@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,8 +74,12 @@ func almanacValue(x any) (kernel.Value, error) {
 }
 
 // jsonValue makes an attribute value of an object or list.
-var jsonValue = func(x any) (kernel.Value, error) {
-	return kernel.Value{}, errors.New("objects and lists cannot be almanac values in this build (attribute values are scalars)")
+func jsonValue(x any) (kernel.Value, error) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return kernel.Value{}, err
+	}
+	return kernel.JSON(b)
 }
 
 // setAlmanac sets (nil: removes) one almanac key.
@@ -106,9 +111,11 @@ func plainValue(v kernel.Value) any {
 	if t, ok := v.Any().(time.Time); ok {
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	if v.Kind() > kernel.KindDate { // a JSON array or object
+	if raw := v.JSONValue(); raw != nil { // a JSON array or object
 		var x any
-		if b, err := json.Marshal(v); err == nil && json.Unmarshal(b, &x) == nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&x) == nil {
 			return schemaformat.Normalize(x)
 		}
 	}

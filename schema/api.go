@@ -72,7 +72,7 @@ func (r *Runtime) Nodes(ctx context.Context, id string) (*Instance, error) {
 			out.Queue = []*kernel.Message{}
 		}
 		for _, n := range st.Nodes {
-			x := NodeInstance{Node: n.Node, Kind: n.Kind, Token: fmt.Sprintf("%s.%d", p.ID, n.Token), State: n.State,
+			x := NodeInstance{Node: n.Node, Kind: n.Kind, Token: veena.NodeTokenID(p.ID, n.Token), State: n.State,
 				StartedAt: n.StartedAt, FinishedAt: n.FinishedAt, Due: n.Due, Event: n.Event, Arc: n.Arc, Error: n.Error,
 				Children: n.Children, Actions: make([]ActionInstance, len(n.Actions))}
 			if p.State.IsCanceled() && (n.State == NodeWaiting || n.State == NodeRunning) {

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	veena "github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/server"
 )
 
@@ -139,5 +141,18 @@ func TestHTTP(t *testing.T) {
 	r2.Body.Close()
 	if r2.StatusCode != 501 {
 		t.Errorf("almanac without a schema runtime: %d", r2.StatusCode)
+	}
+}
+
+// TestNoBacktrack: a schema instance refuses backtracking (its actions ran,
+// some outside Veena).
+func TestNoBacktrack(t *testing.T) {
+	b := newBot()
+	h := open(t, nil, b, botFile)
+	res := h.send("u1", "/order")
+	h.settle(res.Process.ID)
+	_, err := h.e.Backtrack(context.Background(), veena.NodeTokenID(res.Process.ID, 0), "")
+	if veena.Code(err) != "backtrack_not_allowed" {
+		t.Fatalf("backtrack: %v", err)
 	}
 }

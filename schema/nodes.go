@@ -151,12 +151,11 @@ func (nt *nodeType) advance(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInsta
 			return
 		}
 		if outside {
+			ai.Args = args
 			if a.Job != "" {
-				ai.Attempts++
-				nt.failed(e, t, ni, a, ai, fmt.Sprintf("job %s: jobs for outside programs need the work layer, which this engine does not have yet", a.Job), true)
+				nt.offerJob(e, t, ni, a, ai, args)
 				return
 			}
-			ai.Args = args
 			ai.Attempts++
 			ai.State = ActionRunning
 			ai.Due = timePtr(now.Add(a.Timeout))
@@ -198,6 +197,28 @@ func (nt *nodeType) succeeded(e *kernel.Engine, p *kernel.Process, a *schemaform
 		}
 	}
 	p.Dirty = true
+	if t := tokenOf(p, ai); t != nil {
+		if _, err := e.FireWorkEvent(t, kernel.ActionCompleted); err != nil {
+			e.Fail(err)
+		}
+	}
+}
+
+// tokenOf finds the node token whose visit holds the action instance.
+func tokenOf(p *kernel.Process, ai *actionInst) *kernel.NodeToken {
+	st, err := stateOf(p)
+	if err != nil {
+		return nil
+	}
+	for i := len(st.Nodes) - 1; i >= 0; i-- {
+		n := st.Nodes[i]
+		for _, x := range n.Actions {
+			if x == ai && n.Token < len(p.NodeTokens) {
+				return p.NodeTokens[n.Token]
+			}
+		}
+	}
+	return nil
 }
 
 // failed records a failed attempt: retried while the action's retries
@@ -220,8 +241,103 @@ func (nt *nodeType) failed(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstan
 	ai.State = ActionFailed
 	ai.FinishedAt = timePtr(now)
 	ai.Due = nil
+	nt.incident(e, t, ni, "action_failed", fmt.Sprintf("action %s failed after %d attempt(s): %s", a.ID, ai.Attempts, msg))
+}
+
+// incident fails the node instance and opens an incident on its token:
+// it waits for an operator, who fixes the almanac or the outside system
+// and resolves the incident to run the failed part again.
+func (nt *nodeType) incident(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstance, kind, msg string) {
 	ni.State = NodeFailed
-	ni.Error = fmt.Sprintf("action %s failed after %d attempt(s): %s", a.ID, ai.Attempts, msg)
+	ni.Error = msg
+	t.Process.Dirty = true
+	if err := e.RaiseIncident(t, kernel.IncidentSpec{Kind: kind, Message: fmt.Sprintf("%s: node %s: %s", t.Process.Graph.Name, ni.Node, msg)}); err != nil {
+		e.Fail(err)
+	}
+}
+
+// ResolveIncident runs the failed part of the node instance again: a
+// failed action (from a new attempt, its retries counted afresh), or the
+// choice of the connection.
+func (nt *nodeType) ResolveIncident(e *kernel.Engine, t *kernel.NodeToken, kind string) error {
+	st := mustState(e, t.Process)
+	ni := st.node(t.ID)
+	if ni == nil || ni.State != NodeFailed {
+		return nil
+	}
+	t.Process.Dirty = true
+	ni.State = NodeRunning
+	ni.Error = ""
+	if ni.Cursor < len(ni.Actions) {
+		ai := ni.Actions[ni.Cursor]
+		if ai.State == ActionFailed {
+			ai.State = ActionPending
+			ai.FinishedAt = nil
+			ai.Attempts = 0
+		}
+	}
+	nt.advance(e, t, ni)
+	return nil
+}
+
+// offerJob starts a job action: a job of the action's type for outside
+// programs (the work layer), its variables the action's arguments.
+func (nt *nodeType) offerJob(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstance, a *schemaformat.Action, ai *actionInst, args any) {
+	env := map[string]kernel.Value{}
+	obj, ok := args.(map[string]any)
+	if !ok && args != nil {
+		obj = map[string]any{"input": args}
+	}
+	for k, x := range obj {
+		v, err := almanacValue(x)
+		if err != nil {
+			ai.Attempts++
+			nt.failed(e, t, ni, a, ai, fmt.Sprintf("argument %s: %v", k, err), true)
+			return
+		}
+		if !v.IsNone() {
+			env[k] = v
+		}
+	}
+	ai.Attempts++
+	ai.State = ActionRunning
+	if err := e.OfferJob(t, kernel.JobSpec{Type: a.Job, Retries: a.Retry.Max + 1, Env: env,
+		Headers: map[string]string{"schema": t.Process.Graph.Name, "node": ni.Node, "action": a.ID}}); err != nil {
+		e.Fail(err)
+	}
+}
+
+// CompleteWork takes a job action's result: the "result" variable the
+// worker returned if it set one, else all the variables it returned (an
+// object), else its result code.
+func (nt *nodeType) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kernel.WorkFlags, r kernel.WorkResult) error {
+	st := mustState(e, t.Process)
+	ni := st.node(t.ID)
+	if ni == nil || ni.State != NodeRunning || ni.Cursor >= len(ni.Actions) {
+		return fmt.Errorf("node token %d waits for no job", t.ID)
+	}
+	a := nt.n.Actions[ni.Cursor]
+	ai := ni.Actions[ni.Cursor]
+	if a.Job == "" || ai.State != ActionRunning {
+		return fmt.Errorf("action %s of node %s is not a running job", a.ID, ni.Node)
+	}
+	var res any
+	switch v, ok := r.Env["result"]; {
+	case ok:
+		res = plainValue(v)
+	case len(r.Env) > 0:
+		m := map[string]any{}
+		for k, v := range r.Env {
+			m[k] = plainValue(v)
+		}
+		res = m
+	case r.Result != "":
+		res = r.Result
+	}
+	nt.succeeded(e, t.Process, a, ai, res)
+	ni.Cursor++
+	nt.advance(e, t, ni)
+	return nil
 }
 
 // leave ends the visit: a terminator completes the instance; any other
@@ -245,9 +361,7 @@ func (nt *nodeType) leave(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstanc
 		if x.When != nil {
 			ok, err := x.When.Bool(v)
 			if err != nil {
-				ni.State = NodeFailed
-				ni.Error = fmt.Sprintf("connection to %s: %v", x.To, err)
-				p.Dirty = true
+				nt.incident(e, t, ni, "condition_failed", fmt.Sprintf("connection to %s: %v", x.To, err))
 				return
 			}
 			if !ok {
@@ -263,10 +377,16 @@ func (nt *nodeType) leave(e *kernel.Engine, t *kernel.NodeToken, ni *nodeInstanc
 		}
 		return
 	}
-	ni.State = NodeFailed
-	ni.Error = "no connection's condition holds"
-	p.Dirty = true
+	nt.incident(e, t, ni, "no_route", "no connection's condition holds")
 }
+
+// IsBacktrackable refuses backtracking: a schema instance's actions have
+// run (some outside Veena), its almanac holds their results, and undoing
+// its tokens would leave both behind.
+func (nt *nodeType) IsBacktrackable(e *kernel.Engine, t *kernel.NodeToken) bool { return false }
+
+// Backtrack is never called (IsBacktrackable says no).
+func (nt *nodeType) Backtrack(e *kernel.Engine, t *kernel.NodeToken) error { return nil }
 
 // Wake gives what a token of this node waits for: its time (timer
 // nodes), a running or retried registered action, or a built-in's retry.

@@ -64,6 +64,7 @@ func (b *bot) runtime() *schema.Runtime {
 		b.said[c.Context["userId"]] = append(b.said[c.Context["userId"]], text)
 		return nil, nil
 	})
+	rt.Action("step.record", func(ctx context.Context, c *schema.Call) (any, error) { return nil, nil })
 	rt.Action("orders.parseNumber", func(ctx context.Context, c *schema.Call) (any, error) {
 		text, _ := c.Arg("text").(string)
 		return orderRE.FindString(text), nil

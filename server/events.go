@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -73,24 +74,67 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := []veena.Event{}
-	for {
-		batch := eventBatch
-		if limit > 0 && limit-len(out) < batch {
-			batch = limit - len(out)
-		}
-		evs, err := s.cfg.Engine.Events(r.Context(), r.PathValue("id"), after, batch)
+	id := r.PathValue("id")
+	if limit > 0 {
+		// A page: one event more than asked tells whether another follows;
+		// its cursor goes in a Link header (the answer stays the list of
+		// events the API has always given).
+		evs, err := s.cfg.Engine.Events(r.Context(), id, after, limit+1)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		out = append(out, evs...)
-		if len(evs) < batch || (limit > 0 && len(out) >= limit) {
+		if len(evs) > limit {
+			evs = evs[:limit]
+			next := evs[len(evs)-1].Seq
+			w.Header().Set("Link", fmt.Sprintf(`<%s?after=%d&limit=%d>; rel="next"`, r.URL.Path, next, limit))
+			w.Header().Set("Veena-Next", strconv.FormatInt(next, 10))
+		}
+		if evs == nil {
+			evs = []veena.Event{}
+		}
+		writeJSON(w, http.StatusOK, evs)
+		return
+	}
+	// Every event: read and written in batches, so that a process with a
+	// long history is never held whole in memory.
+	evs, err := s.cfg.Engine.Events(r.Context(), id, after, eventBatch)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.WriteByte('[')
+	n := 0
+	for {
+		for _, ev := range evs {
+			if n > 0 {
+				bw.WriteByte(',')
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				s.log.Error("writing events failed", "path", r.URL.Path, "err", err)
+				panic(http.ErrAbortHandler)
+			}
+			bw.Write(b)
+			n++
+		}
+		if len(evs) < eventBatch {
 			break
 		}
 		after = evs[len(evs)-1].Seq
+		if evs, err = s.cfg.Engine.Events(r.Context(), id, after, eventBatch); err != nil {
+			// The answer is under way: break it off rather than end it as
+			// if whole.
+			s.log.Error("reading events failed", "path", r.URL.Path, "err", err)
+			panic(http.ErrAbortHandler)
+		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	bw.WriteString("]\n")
+	_ = bw.Flush()
 }
 
 // streamEvents answers a server-sent event stream: the events after `after`

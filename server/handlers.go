@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -375,10 +376,12 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 
 // StartBody is the body of POST /api/v1/processes.
 type StartBody struct {
-	Definition string `json:"definition"`
-	Version    int    `json:"version,omitempty"`
-	Env        attrs  `json:"env,omitempty"`
-	Context    pairs  `json:"context,omitempty"`
+	Definition  string             `json:"definition"`
+	Version     int                `json:"version,omitempty"`
+	Env         attrs              `json:"env,omitempty"`
+	Context     pairs              `json:"context,omitempty"`
+	Attachments []veena.Attachment `json:"attachments,omitempty"`
+	User        string             `json:"user,omitempty"`
 }
 
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
@@ -399,12 +402,19 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
+	who, prob := actor(r, body.User, nil)
+	if prob != nil {
+		writeProblem(w, prob)
+		return
+	}
 	p, err := s.cfg.Engine.StartProcess(r.Context(), veena.StartRequest{
 		Definition:     body.Definition,
 		Version:        body.Version,
 		Env:            env,
 		Context:        body.Context,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Attachments:    body.Attachments,
+		User:           who.User,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -587,19 +597,91 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, run func(ctx co
 	writeJSON(w, http.StatusOK, p)
 }
 
+// getTokens answers a process's token history. With ?limit= or ?after= it
+// is a page: at most limit node and arc tokens together (default and most
+// 1000) created after the cursor, each list in creation order, and "next"
+// the cursor of the next page ("" after the last). Without either it is the
+// whole history, written as a stream so that a large one does not have to
+// be held in memory as JSON.
 func (s *Server) getTokens(w http.ResponseWriter, r *http.Request) {
-	h, err := s.cfg.Engine.Tokens(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
+	q := r.URL.Query()
+	if q.Has("limit") || q.Has("after") {
+		limit := MaxLimit
+		if q.Has("limit") {
+			var err error
+			if limit, err = limitOf(r); err != nil {
+				badRequest(w, "%v", err)
+				return
+			}
+		}
+		h, err := s.cfg.Engine.TokenPage(r.Context(), r.PathValue("id"), q.Get("after"), limit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h)
 		return
 	}
-	if h.NodeTokens == nil {
-		h.NodeTokens = []veena.NodeToken{}
+	var bw *bufio.Writer
+	arcs := false
+	sep := func() {
+		if bw == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusOK)
+			bw = bufio.NewWriterSize(w, 32<<10)
+			bw.WriteString(`{"nodeTokens":[`)
+			return
+		}
+		bw.WriteByte(',')
 	}
-	if h.ArcTokens == nil {
-		h.ArcTokens = []veena.ArcToken{}
+	write := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = bw.Write(b)
+		return err
 	}
-	writeJSON(w, http.StatusOK, h)
+	first := true
+	err := s.cfg.Engine.EachToken(r.Context(), r.PathValue("id"), func(t *veena.NodeToken) error {
+		if first {
+			sep()
+			first = false
+		} else {
+			bw.WriteByte(',')
+		}
+		return write(t)
+	}, func(a *veena.ArcToken) error {
+		if first {
+			sep()
+			first = false
+		}
+		if !arcs {
+			bw.WriteString(`],"arcTokens":[`)
+			arcs = true
+		} else {
+			bw.WriteByte(',')
+		}
+		return write(a)
+	})
+	switch {
+	case err != nil && bw == nil:
+		s.fail(w, r, err)
+		return
+	case err != nil:
+		// The answer is under way: break it off rather than end it as if whole.
+		s.log.Error("writing a token history failed", "path", r.URL.Path, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	if bw == nil {
+		sep()
+	}
+	if !arcs {
+		bw.WriteString(`],"arcTokens":[`)
+	}
+	bw.WriteString("],\"next\":\"\"}\n")
+	_ = bw.Flush()
 }
 
 func (s *Server) getProcessEnv(w http.ResponseWriter, r *http.Request) {

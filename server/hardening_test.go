@@ -3,6 +3,7 @@ package server_test
 import (
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,128 @@ func TestLoadWarnsOfRunawayCycles(t *testing.T) {
 	r := e.do(req{method: "POST", path: "/api/v1/definitions", body: testutil.DefAB, ctype: "application/xml"})
 	if strings.Contains(string(r.body), "warnings") {
 		t.Fatalf("a definition without a runaway cycle has warnings: %s", r.body)
+	}
+}
+
+// TestTokenAndEventPaging: the token history and the events are paged
+// with limit, after and next; following the pages gives exactly the whole
+// list, which is still answered (as a stream) without paging.
+func TestTokenAndEventPaging(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends(t)[1], envOptions{})
+	e.load(testutil.DefAB)
+	p := e.start("ab", "")
+	e.want(e.complete(e.active(p.ID, "A"), `{"tokenSet":{"name":"s","count":40}}`), http.StatusOK, "")
+	whole := e.history(p.ID)
+	if len(whole.NodeTokens) != 41 || len(whole.ArcTokens) != 40 || whole.Next != "" {
+		t.Fatalf("whole history: %d node and %d arc tokens, next %q", len(whole.NodeTokens), len(whole.ArcTokens), whole.Next)
+	}
+	var nodes, arcs []string
+	after, pages := "", 0
+	for {
+		r := e.get("/api/v1/processes/" + p.ID + "/tokens?limit=7&after=" + after)
+		e.want(r, http.StatusOK, "")
+		var h veena.TokenHistory
+		r.decode(t, &h)
+		if n := len(h.NodeTokens) + len(h.ArcTokens); n > 7 || (n < 7 && h.Next != "") {
+			t.Fatalf("page %d: %d tokens, next %q", pages, n, h.Next)
+		}
+		for _, x := range h.NodeTokens {
+			nodes = append(nodes, x.ID)
+		}
+		for _, x := range h.ArcTokens {
+			arcs = append(arcs, x.ID)
+		}
+		pages++
+		if h.Next == "" {
+			break
+		}
+		after = h.Next
+	}
+	if pages != 12 {
+		t.Fatalf("%d pages of 7 for 81 tokens", pages)
+	}
+	for i, x := range whole.NodeTokens {
+		if nodes[i] != x.ID {
+			t.Fatalf("node token %d: paged %s, whole %s", i, nodes[i], x.ID)
+		}
+	}
+	for i, x := range whole.ArcTokens {
+		if arcs[i] != x.ID {
+			t.Fatalf("arc token %d: paged %s, whole %s", i, arcs[i], x.ID)
+		}
+	}
+	if len(nodes) != 41 || len(arcs) != 40 {
+		t.Fatalf("paged %d node and %d arc tokens", len(nodes), len(arcs))
+	}
+	e.want(e.get("/api/v1/processes/"+p.ID+"/tokens?after=x"), http.StatusBadRequest, "invalid_argument")
+	e.want(e.get("/api/v1/processes/"+p.ID+"/tokens?limit=0"), http.StatusBadRequest, "invalid_argument")
+	e.want(e.get("/api/v1/processes/nope/tokens"), http.StatusNotFound, "not_found")
+	e.want(e.get("/api/v1/processes/nope/tokens?limit=5"), http.StatusNotFound, "not_found")
+
+	// Events: the whole list, and the same through pages.
+	r := e.get("/api/v1/processes/" + p.ID + "/events")
+	e.want(r, http.StatusOK, "")
+	var all []veena.Event
+	r.decode(t, &all)
+	if len(all) < 200 {
+		t.Fatalf("%d events", len(all))
+	}
+	var paged []veena.Event
+	next := "/api/v1/processes/" + p.ID + "/events?limit=50"
+	for next != "" {
+		r := e.get(next)
+		e.want(r, http.StatusOK, "")
+		var evs []veena.Event
+		r.decode(t, &evs)
+		paged = append(paged, evs...)
+		next = ""
+		if link := r.header.Get("Link"); link != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(strings.Split(link, ";")[0], "<"), ">")
+			if r.header.Get("Veena-Next") != strconvItoa(evs[len(evs)-1].Seq) {
+				t.Fatalf("Veena-Next %q", r.header.Get("Veena-Next"))
+			}
+		}
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("%d events in pages, %d in the whole list", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i].Seq != all[i].Seq || paged[i].Type != all[i].Type {
+			t.Fatalf("event %d differs", i)
+		}
+	}
+}
+
+func strconvItoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestIdempotencyKeyReusedAnswers422: the same Idempotency-Key on a
+// different request answers 422 idempotency_key_reused and changes
+// nothing; the same request again answers as the first time.
+func TestIdempotencyKeyReusedAnswers422(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends(t)[1], envOptions{})
+	e.load(testutil.DefAB)
+	p1, p2 := e.start("ab", ""), e.start("ab", "")
+	a1, a2 := e.active(p1.ID, "A"), e.active(p2.ID, "A")
+	key := map[string]string{"Idempotency-Key": "K"}
+	first := e.do(req{method: "POST", path: "/api/v1/node-tokens/" + a1 + "/complete", body: `{}`, header: key})
+	e.want(first, http.StatusOK, "")
+	again := e.do(req{method: "POST", path: "/api/v1/node-tokens/" + a1 + "/complete", body: `{}`, header: key})
+	e.want(again, http.StatusOK, "")
+	if string(again.body) != string(first.body) {
+		t.Fatalf("a retry answered differently:\n%s\n%s", first.body, again.body)
+	}
+	for _, r := range []req{
+		{method: "POST", path: "/api/v1/node-tokens/" + a2 + "/complete", body: `{}`, header: key},
+		{method: "POST", path: "/api/v1/node-tokens/" + a1 + "/complete", body: `{"arcs":[]}`, header: key},
+		{method: "POST", path: "/api/v1/processes/" + p2.ID + "/cancel", body: `{}`, header: key},
+		{method: "PATCH", path: "/api/v1/processes/" + p2.ID + "/env", body: `{"x":1}`, header: key},
+		{method: "POST", path: "/api/v1/processes", body: `{"definition":"ab"}`, header: key},
+	} {
+		e.want(e.do(r), http.StatusUnprocessableEntity, "idempotency_key_reused")
+	}
+	if e.active(p2.ID, "A") != a2 {
+		t.Fatal("a refused request changed p2")
 	}
 }

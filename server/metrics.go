@@ -48,6 +48,7 @@ func newMetrics(reg *prometheus.Registry, eng Engine, log *slog.Logger) *metrics
 	if eng != nil {
 		reg.MustRegister(&inboxCollector{eng: eng, log: log})
 		reg.MustRegister(&attentionCollector{eng: eng, log: log})
+		reg.MustRegister(&workCollector{eng: eng, log: log})
 	}
 	// A registry given by the caller may already hold the runtime collectors.
 	_ = reg.Register(collectors.NewGoCollector())

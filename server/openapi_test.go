@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/internal/auth"
 	"github.com/veena-wf/veena/petri/analysis"
 	"github.com/veena-wf/veena/petri/translate"
-	"github.com/veena-wf/veena/internal/auth"
 	"github.com/veena-wf/veena/server"
 )
 

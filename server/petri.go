@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	veena "github.com/veena-wf/veena"
 )
@@ -39,6 +40,10 @@ func init() {
 // capability (veena.Engine has it): without it these endpoints answer 501.
 type NetEngine interface {
 	AnalyseDefinition(ctx context.Context, name string, version int, opts veena.AnalyseOptions) (*veena.Analysis, error)
+	NetMarking(ctx context.Context, processID string) (*veena.Marking, error)
+	FireTransition(ctx context.Context, processID, transition, idempotencyKey string) (*veena.Process, error)
+	SendTransitionEvent(ctx context.Context, processID, name string, args map[string]any, idempotencyKey string) (*veena.TransitionEventResult, error)
+	ReportJobResult(ctx context.Context, jobID string, req veena.JobResultRequest) (*veena.Process, error)
 }
 
 // net returns the engine's Petri net capability, answering 501 if it has none.
@@ -83,4 +88,101 @@ func (s *Server) analyseDefinition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// getMarking answers GET /api/v1/processes/{id}/marking.
+func (s *Server) getMarking(w http.ResponseWriter, r *http.Request) {
+	e := s.net(w)
+	if e == nil {
+		return
+	}
+	m, err := e.NetMarking(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+// FireBody fires one transition.
+type FireBody struct {
+	Transition string `json:"transition"`
+}
+
+// fireTransition answers POST /api/v1/processes/{id}/fire.
+func (s *Server) fireTransition(w http.ResponseWriter, r *http.Request) {
+	var body FireBody
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	e := s.net(w)
+	if e == nil {
+		return
+	}
+	p, err := e.FireTransition(r.Context(), r.PathValue("id"), strings.TrimSpace(body.Transition), r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// TransitionEventBody is an event for a net process (seed 003).
+type TransitionEventBody struct {
+	Name string `json:"name"`
+	Args attrs  `json:"args,omitempty"`
+}
+
+// sendTransitionEvent answers POST /api/v1/processes/{id}/transition-events.
+func (s *Server) sendTransitionEvent(w http.ResponseWriter, r *http.Request) {
+	var body TransitionEventBody
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	args, err := body.Args.values("args")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	e := s.net(w)
+	if e == nil {
+		return
+	}
+	res, err := e.SendTransitionEvent(r.Context(), r.PathValue("id"), body.Name, args, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// JobResultBody is an intermediate result of a Petri net activity's job.
+type JobResultBody struct {
+	Worker string `json:"worker"`
+	Result string `json:"result"`
+	Env    attrs  `json:"env,omitempty"`
+}
+
+// reportJobResult answers POST /api/v1/jobs/{id}/results.
+func (s *Server) reportJobResult(w http.ResponseWriter, r *http.Request) {
+	var body JobResultBody
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	env, err := body.Env.values("env")
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	e := s.net(w)
+	if e == nil {
+		return
+	}
+	p, err := e.ReportJobResult(r.Context(), r.PathValue("id"), veena.JobResultRequest{Worker: body.Worker, Result: strings.TrimSpace(body.Result),
+		Env: env, IdempotencyKey: r.Header.Get("Idempotency-Key")})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }

@@ -33,6 +33,8 @@ type Engine interface {
 	Processes(ctx context.Context, f veena.ProcessFilter) (*veena.ProcessPage, error)
 	CancelProcess(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
 	Tokens(ctx context.Context, processID string) (*veena.TokenHistory, error)
+	TokenPage(ctx context.Context, processID, after string, limit int) (*veena.TokenHistory, error)
+	EachToken(ctx context.Context, processID string, node func(*veena.NodeToken) error, arc func(*veena.ArcToken) error) error
 	Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]veena.Event, error)
 	Subscribe(processID string) (<-chan veena.Event, func())
 	ProcessEnv(ctx context.Context, id string) (map[string]veena.Value, error)
@@ -43,11 +45,14 @@ type Engine interface {
 	TokenEnv(ctx context.Context, id string) (map[string]veena.Value, error)
 	PatchTokenEnv(ctx context.Context, id string, patch map[string]any, idempotencyKey string) (map[string]veena.Value, error)
 	SendEvent(ctx context.Context, req veena.EventRequest) (*veena.Process, error)
+	PublishMessage(ctx context.Context, req veena.PublishRequest) (*veena.PublishResult, error)
+	BroadcastSignal(ctx context.Context, req veena.SignalRequest) (*veena.SignalResult, error)
 	Ready(ctx context.Context) error
 	WaitingCommands(ctx context.Context) (int, error)
 	Attention(ctx context.Context) (*veena.Attention, error)
 	Waiting(ctx context.Context, f veena.ProcessFilter) (*veena.WaitingPage, error)
 	WorkEngine
+	RecordEngine
 }
 
 // Config configures a Server.
@@ -125,6 +130,10 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}", auth.RoleViewer, s.getDefinition)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}/source", auth.RoleViewer, s.getSource)
 	s.handle("GET", "/api/v1/definitions/{name}/analysis", auth.RoleViewer, s.analyseDefinition)
+	s.handle("GET", "/api/v1/processes/{id}/marking", auth.RoleViewer, s.getMarking)
+	s.handle("POST", "/api/v1/processes/{id}/fire", auth.RoleOperator, s.fireTransition)
+	s.handle("POST", "/api/v1/processes/{id}/transition-events", auth.RoleOperator, s.sendTransitionEvent)
+	s.handle("POST", "/api/v1/jobs/{id}/results", auth.RoleOperator, s.reportJobResult)
 
 	s.handle("POST", "/api/v1/processes", auth.RoleOperator, s.startProcess)
 	s.handle("GET", "/api/v1/processes", auth.RoleViewer, s.listProcesses)
@@ -143,8 +152,11 @@ func New(cfg Config) *Server {
 	s.handle("PATCH", "/api/v1/node-tokens/{id}/env", auth.RoleOperator, s.patchTokenEnv)
 
 	s.handle("POST", "/api/v1/events", auth.RoleOperator, s.sendEvent)
+	s.handle("POST", "/api/v1/messages", auth.RoleOperator, s.publishMessage)
+	s.handle("POST", "/api/v1/signals", auth.RoleOperator, s.broadcastSignal)
 
 	s.workRoutes()
+	s.recordRoutes()
 
 	s.handle("GET", "/api/v1/processes/{id}/almanac", auth.RoleViewer, s.getAlmanac)
 	s.handle("PATCH", "/api/v1/processes/{id}/almanac", auth.RoleOperator, s.patchAlmanac)

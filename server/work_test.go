@@ -312,3 +312,33 @@ func TestClaimRaceHTTP(t *testing.T) {
 		})
 	}
 }
+
+// /metrics counts the tasks, jobs and incidents waiting.
+func TestWorkGauges(t *testing.T) {
+	e := newEnv(t, backends(t)[1], envOptions{})
+	e.load(defApproval)
+	for range 3 {
+		e.start("approval", `{"priority": 50}`)
+	}
+	if g := e.gauge(`veena_tasks\{state="open"\}`); g != "3" {
+		t.Fatalf("open tasks %s", g)
+	}
+	tasks := e.tasks("")
+	e.want(e.post("/api/v1/tasks/"+tasks.Items[0].ID+"/claim", `{"user":"a"}`), 200, "")
+	e.want(e.post("/api/v1/tasks/"+tasks.Items[1].ID+"/complete", `{"user":"a","outcome":"approve"}`), 200, "")
+	e.want(e.post("/api/v1/tasks/"+tasks.Items[2].ID+"/complete", `{"user":"a","outcome":"approve"}`), 200, "")
+	if g := e.gauge(`veena_tasks\{state="claimed"\}`); g != "1" {
+		t.Fatalf("claimed tasks %s", g)
+	}
+	jobs := e.activate(`{"type":"charge-card","worker":"w","maxJobs":1}`)
+	e.want(e.post("/api/v1/jobs/"+jobs[0].ID+"/fail", `{"worker":"w","retries":0}`), 200, "")
+	if g := e.gauge(`veena_jobs\{state="open",type="charge-card"\}`); g != "1" {
+		t.Fatalf("open jobs %s", g)
+	}
+	if g := e.gauge(`veena_jobs\{state="failed",type="charge-card"\}`); g != "1" {
+		t.Fatalf("failed jobs %s", g)
+	}
+	if g := e.gauge(`veena_incidents_open\{kind="job_failed"\}`); g != "1" {
+		t.Fatalf("incidents %s", g)
+	}
+}

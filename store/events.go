@@ -181,6 +181,10 @@ var eventTypes = []string{
 	"TASK_CREATED", "TASK_CLAIMED", "TASK_RELEASED", "TASK_SAVED", "TASK_COMPLETED", "JOB_CREATED",
 	"JOB_COMPLETED", "JOB_FAILED", "JOB_ERROR_THROWN", "INCIDENT_OPENED", "INCIDENT_RESOLVED", "ENV_CHANGED",
 	"ATTACHMENT_SET",
+	// Schemas' (append only: a type's code is its position).
+	"ACTION_COMPLETED",
+	// Petri nets'.
+	"TRANSITION_FIRED", "EVENT_IGNORED",
 }
 
 var eventTypeCodes = func() map[string]uint64 {

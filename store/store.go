@@ -262,6 +262,8 @@ type Store interface {
 	// WorkStore reads tasks, jobs, incidents, the record of processes and
 	// subscriptions, and leases jobs (work.go).
 	WorkStore
+	// MessageStore reads correlations and buffered messages (messages.go).
+	MessageStore
 }
 
 // Tx is the inside of an Update.
@@ -312,6 +314,8 @@ type Tx interface {
 
 	// WorkTx reads and writes work rows in the command (work.go).
 	WorkTx
+	// MessageTx writes correlations and buffers messages (messages.go).
+	MessageTx
 }
 
 // CheckVersion is ExpectTree's test for backends that check at once: the

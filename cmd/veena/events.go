@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -58,6 +59,8 @@ func newEventsCmd() *cobra.Command {
 		envPairs []string
 		key      string
 		out      outputFlag
+		name     string
+		payload  string
 	)
 	send := &cobra.Command{
 		Use:   "send --match KEY=VALUE [--match KEY=VALUE]… [--node NODE] [--env NAME=VALUE]…",
@@ -71,7 +74,8 @@ active node token on --node (or, without --node, its only active node token) is
 completed and the process runs until every token waits. No matching process or
 token is an error (not_found), as is more than one (conflict).`,
 		Example: `  veena processes start order --context order=o-1042
-  veena events send --match order=o-1042 --node await-payment --env paid=true --env amount=120`,
+  veena events send --match order=o-1042 --node await-payment --env paid=true --env amount=120
+  veena events send --name chat.message --match channel=web --match userId=u42 --payload '{"text": "/order"}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -80,6 +84,32 @@ token is an error (not_found), as is more than one (conflict).`,
 			m, err := parsePairs("match", match)
 			if err != nil {
 				return err
+			}
+			if name != "" {
+				// A named event for schema instances, routed by its context.
+				if node != "" || len(envPairs) > 0 {
+					return fmt.Errorf("veena: a named event carries --match (its context) and --payload; --node and --env are for unnamed events")
+				}
+				body := map[string]any{"name": name, "context": m}
+				if payload != "" {
+					var x any
+					if err := json.Unmarshal([]byte(payload), &x); err != nil {
+						return fmt.Errorf("veena: --payload is not JSON: %v", err)
+					}
+					body["payload"] = json.RawMessage(payload)
+				}
+				c, err := cf.client()
+				if err != nil {
+					return err
+				}
+				p, err := c.command(cmd.Context(), "/api/v1/events", body, key)
+				if err != nil {
+					return err
+				}
+				return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, out.format)
+			}
+			if payload != "" {
+				return fmt.Errorf("veena: --payload is for named events: give --name")
 			}
 			if len(m) == 0 {
 				return fmt.Errorf("veena: events send needs at least one --match KEY=VALUE to find the process")
@@ -108,6 +138,8 @@ token is an error (not_found), as is more than one (conflict).`,
 	send.Flags().StringVar(&node, "node", "", "the node whose active token the event completes (default: the process's only active token)")
 	send.Flags().StringArrayVar(&envPairs, "env", nil, "process attribute NAME=VALUE, repeatable")
 	send.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
+	send.Flags().StringVar(&name, "name", "", "the event's name: an event for schema instances, routed by --match (its context)")
+	send.Flags().StringVar(&payload, "payload", "", "a named event's payload, as JSON")
 	out.add(send)
 
 	cmd.AddCommand(send)

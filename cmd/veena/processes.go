@@ -379,7 +379,7 @@ completed into, else the node they lead to.
 				return err
 			}
 			var h veena.TokenHistory
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/tokens", nil, &h); err != nil {
+			if err := c.tokens(cmd.Context(), id, &h); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
@@ -838,6 +838,31 @@ func envCommand(ctx context.Context, c *client, out io.Writer, path string, sets
 	return nil
 }
 
+// eventPage is how many events the CLI reads a request.
+const eventPage = 1000
+
+// tokens reads a process's whole token history page by page.
+func (c *client) tokens(ctx context.Context, id string, h *veena.TokenHistory) error {
+	*h = veena.TokenHistory{NodeTokens: []veena.NodeToken{}, ArcTokens: []veena.ArcToken{}}
+	after := ""
+	for {
+		var page veena.TokenHistory
+		q := url.Values{"limit": {"1000"}}
+		if after != "" {
+			q.Set("after", after)
+		}
+		if err := c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(id)+"/tokens", q, &page); err != nil {
+			return err
+		}
+		h.NodeTokens = append(h.NodeTokens, page.NodeTokens...)
+		h.ArcTokens = append(h.ArcTokens, page.ArcTokens...)
+		if page.Next == "" || page.Next == after {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
 // showEvents prints events as "seq time TYPE subject"; with follow it reads
 // the live stream until the process completes or is canceled.
 func showEvents(ctx context.Context, c *client, out io.Writer, id string, after int64, follow, asJSON bool) error {
@@ -852,18 +877,24 @@ func showEvents(ctx context.Context, c *client, out io.Writer, id string, after 
 		fmt.Fprintf(out, "%5d  %s  %s\n", ev.Seq, ev.At.Local().Format("2006-01-02 15:04:05.000Z07:00"), names.describe(ctx, ev))
 	}
 	if !follow {
-		var evs []veena.Event
-		q := url.Values{}
-		if after > 0 {
-			q.Set("after", strconv.FormatInt(after, 10))
+		// Page by page, printing as they come.
+		for {
+			var evs []veena.Event
+			q := url.Values{"limit": {strconv.Itoa(eventPage)}}
+			if after > 0 {
+				q.Set("after", strconv.FormatInt(after, 10))
+			}
+			if err := c.getJSON(ctx, path, q, &evs); err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				show(ev)
+			}
+			if len(evs) < eventPage {
+				return nil
+			}
+			after = evs[len(evs)-1].Seq
 		}
-		if err := c.getJSON(ctx, path, q, &evs); err != nil {
-			return err
-		}
-		for _, ev := range evs {
-			show(ev)
-		}
-		return nil
 	}
 	// The server ends a stream it cannot continue with an "error" event
 	// whose data is the reason as a JSON string.
@@ -902,7 +933,7 @@ type tokenNames struct {
 // they were and events show token ids instead.
 func (n *tokenNames) refresh(ctx context.Context) {
 	var h veena.TokenHistory
-	if n.c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(n.process)+"/tokens", nil, &h) != nil {
+	if n.c.tokens(ctx, n.process, &h) != nil {
 		return
 	}
 	n.nodes, n.arcs = map[string]string{}, map[string]string{}

@@ -143,4 +143,34 @@ func TestWorkCommands(t *testing.T) {
 	if _, errOut, code := veenaCmd("worker", "--type", "x"); code != 1 || !strings.Contains(errOut, "--") {
 		t.Fatalf("worker without command: %d %s", code, errOut)
 	}
+
+	// The record of the process.
+	if out := must("processes", "audit", p.ID); !strings.Contains(out, "task_claimed") || !strings.Contains(out, "alice") || !strings.Contains(out, "job_failed") {
+		t.Fatalf("audit: %s", out)
+	}
+	if out := must("processes", "metrics", p.ID); !strings.Contains(out, "review") || !strings.Contains(out, "true") {
+		t.Fatalf("metrics: %s", out)
+	}
+	must("processes", "attach", p.ID, "Receipt", "/receipts/9.pdf")
+	if out := must("processes", "document", p.ID, "--xml"); !strings.Contains(out, `<wf:attachment name="Receipt" uri="/receipts/9.pdf" cardinality="1"/>`) {
+		t.Fatalf("document: %s", out)
+	}
+
+	// Subscriptions and documents.
+	must("subscriptions", "create", "orders", "--definition", "approval", "--match", `"orders" in collections`)
+	if out := must("subscriptions", "list"); !strings.Contains(out, "orders") {
+		t.Fatalf("subscriptions: %s", out)
+	}
+	content := filepath.Join(t.TempDir(), "order.json")
+	writeFile(t, content, `{"total": 12}`)
+	if out := must("documents", "submit", "/orders/5.json", "--collection", "orders", "--content", content); !strings.Contains(out, "started ") {
+		t.Fatalf("submit: %s", out)
+	}
+	if out := must("documents", "submit", "/other.json"); !strings.Contains(out, "No subscription matched.") {
+		t.Fatalf("submit: %s", out)
+	}
+	if _, errOut, code := veenaCmd("subscriptions", "create", "bad", "--definition", "approval", "--match", "uri =="); code != 1 || !strings.Contains(errOut, "match_invalid") {
+		t.Fatalf("bad match: %d %s", code, errOut)
+	}
+	must("subscriptions", "delete", "orders")
 }

@@ -70,9 +70,21 @@ func (p *Program) Language() expr.Language { return expr.XPath }
 
 const maxLen = 8 << 10
 
+// CompileCondition compiles an expression whose value is read as a
+// boolean (XPath's boolean(): a node-set is true when it is not empty, a
+// string when it is not empty, a number when it is not zero).
+func CompileCondition(src string, ns map[string]string) (*Program, error) {
+	p, err := compile(src, ns, true)
+	return p, err
+}
+
 // Compile compiles an expression; ns maps the prefixes it uses to
 // namespaces (wf, fn and xs are known).
 func Compile(src string, ns map[string]string) (*Program, error) {
+	return compile(src, ns, false)
+}
+
+func compile(src string, ns map[string]string, asBoolean bool) (*Program, error) {
 	fail := func(off int, msg string) (*Program, error) {
 		return nil, &expr.Error{Lang: expr.XPath, Source: src, Offset: off, Msg: msg}
 	}
@@ -92,6 +104,9 @@ func Compile(src string, ns map[string]string) (*Program, error) {
 	rw, usesNow, err := rewrite(src)
 	if err != nil {
 		return fail(-1, err.Error())
+	}
+	if asBoolean {
+		rw = "boolean(" + rw + ")"
 	}
 	p.rewritten, p.usesNow = rw, usesNow
 	if p.usesDoc {
@@ -289,7 +304,13 @@ func evaluate(x *xpath.Expr, root *xmlquery.Node) (v any, err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	switch r := x.Evaluate(xmlquery.CreateXPathNavigator(root)).(type) {
+	// The context node is wf:data: a relative path (amount > 10) reads a
+	// variable; $wf:process/… and absolute paths read the whole document.
+	nav := xmlquery.CreateXPathNavigator(root)
+	if moveTo(nav, "process") {
+		moveTo(nav, "data")
+	}
+	switch r := x.Evaluate(nav).(type) {
 	case bool:
 		return r, nil
 	case float64:
@@ -306,6 +327,22 @@ func evaluate(x *xpath.Expr, root *xmlquery.Node) (v any, err error) {
 		return nil, nil
 	default:
 		return nil, fmt.Errorf("unexpected result %T", r)
+	}
+}
+
+// moveTo moves the navigator to its child element of that local name.
+func moveTo(nav *xmlquery.NodeNavigator, local string) bool {
+	if !nav.MoveToChild() {
+		return false
+	}
+	for {
+		if nav.NodeType() == xpath.ElementNode && nav.LocalName() == local {
+			return true
+		}
+		if !nav.MoveToNext() {
+			nav.MoveToParent()
+			return false
+		}
 	}
 }
 
@@ -339,7 +376,9 @@ func Document(vars expr.Vars) (string, error) {
 	return b.String(), nil
 }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z_][\w.-]*$`)
+// A variable named with the wf: prefix (wf:action) is an element of
+// MarkLogic Workflow's namespace, as its models read them.
+var nameRe = regexp.MustCompile(`^(wf:)?[A-Za-z_][\w.-]*$`)
 
 func validName(s string) bool {
 	return nameRe.MatchString(s) && !strings.HasPrefix(strings.ToLower(s), "xml")

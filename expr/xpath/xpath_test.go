@@ -17,7 +17,7 @@ func (procVars) Attachments() []Attachment {
 }
 
 func TestMarkLogicConditions(t *testing.T) {
-	vars := procVars{expr.Map{"approved": false, "someemail": "a@b.c", "n": int64(5), "newassignee": "jo", "order": map[string]any{"total": 12.5}}}
+	vars := procVars{expr.Map{"wf:action": "Approved", "approved": false, "someemail": "a@b.c", "n": int64(5), "newassignee": "jo", "order": map[string]any{"total": 12.5}}}
 	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	for src, want := range map[string]any{
 		`fn:true()`:  true,
@@ -48,6 +48,27 @@ func TestMarkLogicConditions(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s = %#v, want %#v", src, got, want)
+		}
+	}
+}
+
+func TestConditionsAreBooleans(t *testing.T) {
+	vars := procVars{expr.Map{"approved": false, "clarified": "yes", "n": int64(0)}}
+	for src, want := range map[string]bool{
+		`bpmn:getDataObject('clarified')`:        true,
+		`bpmn:getDataObject('approved')`:         false,
+		`not(bpmn:getDataObject('approved'))`:    true,
+		`$processData/nothing`:                   false,
+		`$processData/n`:                         true,
+		`bpmn:getDataObject('clarified') = 'no'`: false,
+	} {
+		p, err := CompileCondition(src, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		got, err := p.Eval(expr.Env{Vars: vars})
+		if err != nil || got != want {
+			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
 		}
 	}
 }

@@ -115,7 +115,13 @@ func (p *parser) expression(e *elem, text, lang string, purpose exprPurpose) *Ex
 		if e != nil {
 			ns = e.NS
 		}
-		prog, err = compileXPath(src, ns)
+		if purpose == exprCondition {
+			// A condition is the expression's effective boolean value (a
+			// node-set is true when it is not empty), as MarkLogic reads it.
+			prog, err = compileXPathCondition(src, ns)
+		} else {
+			prog, err = compileXPath(src, ns)
+		}
 	case expr.JavaScript:
 		p.add(pos, "JavaScript expressions are only run by script tasks; write conditions in FEEL, UEL, CEL or XPath")
 		return nil
@@ -150,6 +156,14 @@ func compileUEL(s string) (expr.Program, error) {
 
 func compileCEL(s string) (expr.Program, error) {
 	p, err := celexpr.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func compileXPathCondition(s string, ns map[string]string) (expr.Program, error) {
+	p, err := xpath.CompileCondition(s, ns)
 	if err != nil {
 		return nil, err
 	}

@@ -860,7 +860,7 @@ func (p *parser) work(c *elem, el *Element) {
 	el.Retries = 3
 	ext := c.child(NSModel, "extensionElements")
 	if ext != nil {
-		if td := ext.child(NSZeebe, "taskDefinition"); td != nil {
+		if td := ext.child(NSZeebe, "taskDefinition"); td != nil && strings.TrimSpace(td.get("type")) != "" {
 			el.JobType = p.expression(td, td.get("type"), "", exprValue)
 			if r := strings.TrimSpace(td.get("retries")); r != "" {
 				n, err := strconv.Atoi(r)

@@ -37,6 +37,7 @@ type Store struct {
 	keys     map[string]keyRecord
 	inbox    inbox
 	work     workRows
+	msg      messageRows
 	closed   bool
 	seq      int64
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Open) {
 		{"Closed", testClosed},
 	}
 	tests = append(tests, workTests...)
+	tests = append(tests, messageTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

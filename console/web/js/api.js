@@ -149,13 +149,38 @@ export const api = {
     json: { definition, ...(version ? { version: Number(version) } : {}), ...(env && Object.keys(env).length ? { env } : {}) },
   }),
   cancelProcess: (id) => request('POST', `/processes/${enc(id)}/cancel`, { json: {} }),
-  tokens: (id) => request('GET', `/processes/${enc(id)}/tokens`),
-  // The events of a process are one list (not paged), in the order they fired.
+  // The token history, read page by page (at most 1000 tokens a request):
+  // both lists in creation order. A history beyond 100 pages is cut short
+  // (truncated: true); the graph then shows its beginning.
+  tokens: async (id) => {
+    const out = { nodeTokens: [], arcTokens: [], truncated: false };
+    let after = '';
+    for (let i = 0; ; i++) {
+      if (i === 100) { out.truncated = true; break; }
+      const p = await request('GET', `/processes/${enc(id)}/tokens${query({ limit: 1000, after })}`);
+      out.nodeTokens.push(...(p.nodeTokens || []));
+      out.arcTokens.push(...(p.arcTokens || []));
+      if (!p.next || p.next === after) break;
+      after = p.next;
+    }
+    return out;
+  },
+  // The events of a process in the order they fired, read 1000 at a time.
   events: async (id) => {
-    const answer = await request('GET', `/processes/${enc(id)}/events`);
-    return Array.isArray(answer) ? answer : [];
+    const out = [];
+    let after = 0;
+    for (let i = 0; i < 100; i++) {
+      const answer = await request('GET', `/processes/${enc(id)}/events${query({ limit: 1000, after: after || undefined })}`);
+      const evs = Array.isArray(answer) ? answer : [];
+      out.push(...evs);
+      if (evs.length < 1000) break;
+      after = Number(evs[evs.length - 1].seq) || 0;
+    }
+    return out;
   },
   processEnv: (id) => request('GET', `/processes/${enc(id)}/env`),
+  almanac: (id) => request('GET', `/processes/${enc(id)}/almanac`),
+  schemaNodes: (id) => request('GET', `/processes/${enc(id)}/nodes`),
 
   nodeToken: (id) => request('GET', `/node-tokens/${enc(id)}`),
   completeToken: (id, body) => request('POST', `/node-tokens/${enc(id)}/complete`, { json: body || {} }),

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear, fmtTime, modal, attributeEditor, navigate, routeHref, toast, errorToast } from './ui.js';
-import { createGraphView, legend, joinWords, nodeKey, isStartNode } from './graph.js';
+import { createGraphView, legend, joinWords, nodeKey, isStartNode, isSchemaNode, schemaActionLines } from './graph.js';
 
 export async function definitionsView(el, query, session) {
   const head = h('div.page-head', h('h1', 'Definitions'));
@@ -111,7 +111,8 @@ export async function definitionView(el, name, version, session) {
     },
   });
 
-  const nodesTable = h('table.list.nodes',
+  const schema = (def.nodes || []).some(isSchemaNode);
+  const nodesTable = schema ? schemaNodesTable(def, (key) => graph.select(key)) : h('table.list.nodes',
     h('caption', 'Nodes'),
     h('thead', h('tr', ['node', 'type', 'join', 'guard'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', (def.nodes || []).map((n) => {
@@ -147,9 +148,33 @@ export async function definitionView(el, name, version, session) {
     } catch (err) { sourceBox.textContent = err.message; }
   });
 
+  const schemaMeta = schema && def.detail ? h('dl.meta',
+    h('dt', 'routing keys'), h('dd', (def.detail.routingKeys || []).join(', ') || '—'),
+    h('dt', 'trigger'), h('dd', def.detail.trigger ? `${def.detail.trigger.event}${def.detail.trigger.from ? ' from the parent' : ''}${def.detail.trigger.when ? ` when ${def.detail.trigger.when}` : ''}` : 'none (started by hand)'),
+    h('dt', 'almanac'), h('dd', h('code', JSON.stringify(def.detail.almanac || {}))),
+    def.detail.parent ? [h('dt', 'parent'), h('dd', h('a', { href: routeHref('definitions', def.detail.parent) }, def.detail.parent))] : null,
+    (def.detail.children || []).length ? [h('dt', 'children'), h('dd', def.detail.children.map((c, i) => [i ? ', ' : '', h('a', { href: routeHref('definitions', c) }, c)]))] : null) : null;
+
   el.append(head, versions, h('div.split',
-    h('section.panel.graph-panel', { 'aria-label': 'Graph' }, graph.el, legend(false)),
-    h('aside.panel.side', meta, h('div.table-wrap.nodes-wrap', { tabindex: '0', 'aria-label': 'Nodes' }, nodesTable), source)));
+    h('section.panel.graph-panel', { 'aria-label': 'Graph' }, graph.el, legend(false, def)),
+    h('aside.panel.side', meta, schemaMeta, h('div.table-wrap.nodes-wrap', { tabindex: '0', 'aria-label': 'Nodes' }, nodesTable), source)));
   graph.ready.catch(() => {});
   return () => graph.destroy();
+}
+
+// The nodes of a schema: kind, what it waits for, its actions in order and
+// its connections.
+function schemaNodesTable(def, select) {
+  return h('table.list.nodes',
+    h('caption', 'Nodes'),
+    h('thead', h('tr', ['node', 'kind', 'actions', 'next'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', (def.nodes || []).map((n) => {
+      const key = nodeKey(n.name, n.external);
+      const d = n.detail || {};
+      return h('tr', { 'data-key': key },
+        h('td', h('button.link', { type: 'button', onclick: () => select(key), title: 'Show in the graph' }, n.name)),
+        h('td', n.kind, d.event ? h('div.muted', `event ${d.event.name}`) : null, d.timer ? h('div.muted', d.timer.at ? `until ${d.timer.at}` : `after ${d.timer.after}`) : null),
+        h('td', (d.actions || []).length ? h('ol.schema-actions', schemaActionLines(n).map((l) => h('li', l.replace(/^\d+\. /, '')))) : h('span.muted', '—')),
+        h('td', (d.next || []).map((x) => h('div', `→ ${x.to}`, x.label ? ` “${x.label}”` : '', x.when ? h('code', ` if ${x.when}`) : h('span.muted', ' otherwise')))));
+    })));
 }

@@ -59,8 +59,47 @@ export function joinWords(node) {
   return node.joinParam ? `${w} (${node.joinParam})` : w;
 }
 
+// The kinds of schema nodes (the fourth format), with the sign each is
+// drawn with.
+const SCHEMA_KINDS = { root: '▶', execution: '⚙', event: '✉', timer: '◷', terminator: '■' };
+
+export function isSchemaNode(node) {
+  return !!node && !!node.detail && Object.hasOwn(SCHEMA_KINDS, node.kind || '') && String(node.type || '').startsWith('schema.');
+}
+
+// One line per action of a schema node, in order.
+export function schemaActionLines(node) {
+  return ((node.detail && node.detail.actions) || []).map((a, i) =>
+    `${i + 1}. ${a.id}: ${a.job ? `job ${a.job}` : a.do}${a.result ? ` → ${a.result}` : ''}`);
+}
+
+// What a schema node waits for, in words.
+function schemaWait(node) {
+  const d = node.detail || {};
+  if (d.event) return `waits for ${d.event.name}${d.event.when ? ' (filtered)' : ''}`;
+  if (d.timer) return d.timer.at ? `waits until ${d.timer.at}` : `waits ${d.timer.after}`;
+  return '';
+}
+
+// The label of an arc leaving a schema node: its connection's label, or
+// its condition, or "otherwise".
+function schemaArcLabel(from, arc) {
+  const next = ((from && from.detail && from.detail.next) || []).filter((x) => x.arc === arc.name);
+  if (!next.length) return arc.name || '';
+  return next.map((x) => x.label ? (x.when ? `${x.label}: ${x.when}` : x.label) : (x.when ? `if ${x.when}` : 'otherwise')).join(' | ');
+}
+
 // describes how a node looks and reads, before any token state.
 function describeNode(node, inDegree) {
+  if (isSchemaNode(node)) {
+    const wait = schemaWait(node);
+    return {
+      title: `${SCHEMA_KINDS[node.kind]} ${node.name}`,
+      sub: [node.kind, wait].filter(Boolean).join(' · '),
+      extra: schemaActionLines(node),
+      typeClass: `t-schema k-${node.kind}`,
+    };
+  }
   const type = node.type || 'node';
   const typeClass = BUILTIN_TYPES.includes(type) ? `t-${type}` : 't-custom';
   const title = `${isStartNode(node) ? '▶ ' : ''}${node.name}`;
@@ -96,6 +135,8 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
   // The arcs drawn across a node other than their ends, as "from->to over
   // node": for tests and tools.
   host.edgeCrossings = () => edgeCrossings(cy);
+  // The text drawn on the nodes and arcs: for tests and tools.
+  host.graphLabels = () => cy.elements().map((x) => x.data('label') || '');
   // Where a node is drawn, in page coordinates: for tests and tools.
   host.nodeScreenPosition = (key) => {
     const el = cy.getElementById(nodeId(key));
@@ -130,26 +171,32 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     const key = nodeKey(n.name, n.external);
     const d = describeNode(n, inDegree.get(key) || 0);
     const custom = d.typeClass === 't-custom';
-    const w = Math.ceil(Math.max(textWidth(d.title, true), textWidth(d.sub), stateLines ? 120 : 0) + (custom ? 44 : 28));
-    const hgt = lines * LINE_HEIGHT + 14;
+    const extra = d.extra || [];
+    const w = Math.ceil(Math.max(textWidth(d.title, true), textWidth(d.sub), ...extra.map((x) => textWidth(x)), stateLines ? 120 : 0) + (custom ? 44 : 28));
+    const hgt = (lines + extra.length) * LINE_HEIGHT + 14;
+    const text = [d.title, d.sub, ...extra].join('\n');
     sizes.set(key, { w: Math.max(w, 80), h: hgt });
     elements.push({
       group: 'nodes',
       data: {
-        id: nodeId(key), key, label: `${d.title}\n${d.sub}`, base: `${d.title}\n${d.sub}`,
+        id: nodeId(key), key, label: text, base: text,
         w: Math.max(w, 80), h: hgt, parent: n.external ? externalId(n.external) : undefined,
       },
       classes: [d.typeClass, isStartNode(n) ? 'start' : '', n.guard ? 'guarded' : ''].filter(Boolean).join(' '),
     });
   }
+  const arcLabels = [];
   arcs.forEach((a, i) => {
     const s = nodeKey(a.from, a.fromExternal);
     const t = nodeKey(a.to, a.toExternal);
     if (!byKey.has(s) || !byKey.has(t)) return;
+    const from = byKey.get(s);
+    const label = isSchemaNode(from) ? schemaArcLabel(from, a) : (a.name || '');
+    arcLabels[i] = label;
     elements.push({
       group: 'edges',
-      data: { id: `e${i}`, index: i, source: nodeId(s), target: nodeId(t), label: a.name || '', base: a.name || '' },
-      classes: a.name ? 'named' : 'default-arc',
+      data: { id: `e${i}`, index: i, source: nodeId(s), target: nodeId(t), label, base: label },
+      classes: label ? 'named' : 'default-arc',
     });
   });
 
@@ -294,7 +341,7 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     await new Promise((r) => requestAnimationFrame(r));
     const elk = await loadElk();
     const narrow = canvas.clientWidth > 0 && canvas.clientWidth < 640;
-    const { positions, routes } = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT');
+    const { positions, routes } = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT', arcLabels);
     cy.batch(() => {
       for (const [key, p] of positions) {
         const el = cy.getElementById(nodeId(key));
@@ -395,7 +442,7 @@ function fitReadable(cy) {
   else cy.pan({ x: -bb.x1 * level + 24, y: cy.height() / 2 - ((bb.y1 + bb.y2) / 2) * level });
 }
 
-async function layout(elk, nodes, arcs, externals, sizes, direction) {
+async function layout(elk, nodes, arcs, externals, sizes, direction, arcLabels) {
   const child = (key) => ({ id: key, width: sizes.get(key).w, height: sizes.get(key).h });
   const groups = new Map(externals.map((x) => [x, {
     id: externalId(x), children: [],
@@ -413,7 +460,8 @@ async function layout(elk, nodes, arcs, externals, sizes, direction) {
     const t = nodeKey(a.to, a.toExternal);
     if (!sizes.has(s) || !sizes.has(t)) return;
     const e = { id: `e${i}`, sources: [s], targets: [t] };
-    if (a.name) e.labels = [{ text: a.name, width: textWidth(a.name) + 10, height: 16 }];
+    const text = arcLabels ? arcLabels[i] : a.name;
+    if (text) e.labels = [{ text, width: textWidth(text) + 10, height: 16 }];
     edges.push(e);
   });
   const graph = {
@@ -734,6 +782,12 @@ function graphStyle(processMode) {
     { selector: 'node.t-script', style: typeStyle('#7c3aed', '#f1e8ff', { shape: 'cut-rectangle' }) },
     { selector: 'node.t-nested', style: typeStyle('#0369a1', '#dff1fd', { shape: 'barrel', 'border-width': 3 }) },
     { selector: 'node.t-custom', style: typeStyle('#0f766e', '#dcf7f2', { shape: 'round-hexagon' }) },
+    { selector: 'node.t-schema', style: { 'text-justification': 'left' } },
+    { selector: 'node.k-root', style: typeStyle('#15803d', '#e3f7e8', { 'border-width': 3 }) },
+    { selector: 'node.k-execution', style: typeStyle('#475569', '#eef2f7') },
+    { selector: 'node.k-event', style: typeStyle('#1d4ed8', '#e3edff', { 'border-style': 'double', 'border-width': 4 }) },
+    { selector: 'node.k-timer', style: typeStyle('#b45309', '#fff3d6', { 'border-style': 'double', 'border-width': 4 }) },
+    { selector: 'node.k-terminator', style: typeStyle('#111827', '#e5e7eb', { 'border-width': 4 }) },
     { selector: 'node.start', style: { 'border-color': '#15803d', 'border-width': 3 } },
     { selector: 'node.t-wait.start', style: { 'border-width': 5 } },
     {
@@ -789,6 +843,9 @@ function graphStyle(processMode) {
         'min-zoomed-font-size': 5,
       },
     },
+    // A connection back to its own node (a schema's event node waiting
+    // again) is drawn as a loop beside the node.
+    { selector: 'edge:loop', style: { 'curve-style': 'bezier', 'loop-direction': '0deg', 'loop-sweep': '-60deg', 'control-point-step-size': 70 } },
     { selector: 'edge.default-arc', style: { 'text-border-opacity': 0, 'text-background-opacity': 0 } },
     { selector: 'edge.s-done', style: { 'line-color': '#2f9e44', 'target-arrow-color': '#2f9e44', width: 3 } },
     { selector: 'edge.s-active', style: { 'line-color': '#1d4ed8', 'target-arrow-color': '#1d4ed8', width: 3 } },
@@ -799,8 +856,20 @@ function graphStyle(processMode) {
 }
 
 // The legend for the graph: node types, or node types and token states.
-export function legend(processMode) {
+export function legend(processMode, definition) {
   const item = (cls, text) => h('li', h('span', { class: `swatch ${cls}`, 'aria-hidden': 'true' }), text);
+  if (definition && (definition.nodes || []).some(isSchemaNode)) {
+    const kinds = h('ul.legend-list', { 'aria-label': 'schema node kinds' },
+      item('sw-k-root', '▶ root (the instance starts here)'), item('sw-k-execution', '⚙ execution: runs its actions'),
+      item('sw-k-event', '✉ event: waits for an event, then runs its actions'),
+      item('sw-k-timer', '◷ timer: waits for a time, then runs its actions'),
+      item('sw-k-terminator', '■ terminator: ends the instance'));
+    if (processMode) {
+      return h('div.legend', h('ul.legend-list', { 'aria-label': 'token states' },
+        item('sw-active', 'the node the instance is at'), item('sw-completed', 'visited')), kinds);
+    }
+    return h('div.legend', kinds, h('p.muted', 'Each node lists its actions in the order they run. An arc carries its label or condition; the first that holds is taken. Arcs back to an earlier node are the schema\'s cycles.'));
+  }
   const types = h('ul.legend-list', { 'aria-label': 'node types' },
     item('sw-start', 'start node (green border, ▶)'),
     item('sw-node', 'node'), item('sw-wait', 'wait'), item('sw-script', 'script'),

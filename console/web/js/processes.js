@@ -2,6 +2,7 @@
 // token state over the graph, the event timeline, environments, nested links
 // and the token actions (complete, backtrack, cancel).
 
+import { isSchemaDefinition, schemaPanel } from './schema.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -121,8 +122,9 @@ export async function processView(el, id, session) {
   const activeHeading = h('h2#h-active');
   const envHeading = h('h2#h-env', 'Process environment');
 
+  const schema = isSchemaDefinition(def) ? schemaPanel(id) : null;
   el.append(head, attention, relations, h('div.split',
-    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, legend(true)),
+    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, legend(true, def)),
     h('aside.panel.side',
       h('section', { 'aria-labelledby': 'h-active' }, activeHeading, activeBox),
       h('section', { 'aria-labelledby': 'h-timeline' }, h('h2#h-timeline', 'Timeline'), timeline))),
@@ -131,6 +133,10 @@ export async function processView(el, id, session) {
     h('aside.panel.side',
       h('section', { 'aria-labelledby': 'h-token' }, h('h2#h-token', 'Selected token'), tokenDetail),
       h('section', { 'aria-labelledby': 'h-env' }, envHeading, procEnv))));
+  if (schema) {
+    el.insertBefore(schema.el, el.children[4] || null);
+    schema.refresh();
+  }
 
   // ---- rendering
   const tokenById = () => new Map(state.tokens.nodeTokens.map((t) => [t.id, t]));
@@ -238,7 +244,7 @@ export async function processView(el, id, session) {
           h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
-          session.canAct && executing() && !running.length
+          session.canAct && executing() && !running.length && !schema
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) },
               delayed ? 'Complete now…' : 'Complete…')
             : null));
@@ -278,7 +284,7 @@ export async function processView(el, id, session) {
   function renderHistory() {
     const rows = state.tokens.nodeTokens.map((t) => {
       const st = shownState(t);
-      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed';
+      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema;
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
         h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
         h('td', h('span', { class: `badge tok-${st}` }, st)),
@@ -287,7 +293,7 @@ export async function processView(el, id, session) {
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t)
+          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t) && !schema
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) },
               st === 'delayed' ? 'Complete now…' : 'Complete…') : null,
           canBacktrack
@@ -408,6 +414,7 @@ export async function processView(el, id, session) {
     if (refreshing) { await refreshing; }
     refreshing = (async () => {
       const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
+      if (schema) schema.refresh();
       if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);

@@ -1,0 +1,16 @@
+// Package bpmncompare runs the same BPMN files on Veena and on
+// github.com/nitram509/lib-bpmn-engine, side by side in one run: one
+// service task, a chain of ten, a parallel split and join of ten, an
+// exclusive gateway choosing by a condition, and a timer catch. It is a
+// module of its own so that Veena does not depend on the other engine.
+//
+//	cd bench/bpmncompare && VEENA_BPMN_COMPARE=1 go test -run TestCompare -v
+//	cd bench/bpmncompare && go test -bench .
+//
+// Veena runs each process in memory with its whole token history
+// recorded, two ways: on the kernel alone (the token game of the engine,
+// what lib-bpmn-engine is), and through the engine's Go API on the
+// in-memory store (each command a transaction with its rows: process,
+// events, jobs). Service tasks are jobs a worker completes; lib-bpmn-engine
+// runs them through a handler that completes them at once.
+package bpmncompare
