@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/veena-wf/veena"
 	"github.com/veena-wf/veena/kernel"
+	"github.com/veena-wf/veena/petri"
 )
 
 const perpetuum = "../shared/corpus/pnml/perpetuum"
@@ -208,4 +210,141 @@ func TestNetActivityJobs(t *testing.T) {
 			t.Errorf("job afterwards: %+v %v", jr, err)
 		}
 	})
+}
+
+const actionNet = `<?xml version="1.0"?>
+<pnml xmlns="http://www.pnml.org/version-2009/grammar/pnml">
+ <net id="booking" type="http://www.pnml.org/version-2009/grammar/ptnet">
+  <page id="pg">
+   <place id="want"><initialMarking><text>1</text></initialMarking></place>
+   <place id="booked"/>
+   <transition id="book"><name><text>/book(flight, &amp;seat)</text></name></transition>
+   <arc id="1" source="want" target="book"/><arc id="2" source="book" target="booked"/>
+  </page>
+ </net>
+</pnml>`
+
+// TestNetActions: a registered action that defers is tried again by a
+// durable timer with the earlier deferrals; one that fails opens an
+// action_failed incident and keeps nothing; resolving the incident tries
+// it again, and its success fires the transition and keeps what it wrote.
+func TestNetActions(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clock := newClock()
+		var mu sync.Mutex
+		var calls []string
+		outcomes := []petri.Result{petri.DeferBy(time.Minute), petri.DeferBy(2 * time.Minute), petri.Fail("no seats left"), petri.Succeed()}
+		newEngine := func() *veena.Engine {
+			e := open(t, b.place(t)(), veena.Options{Clock: clock.Now, TimerInterval: 5 * time.Millisecond})
+			e.RegisterAction("book", func(c *petri.ActionCall) petri.Result {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, fmt.Sprintf("deferrals=%d last=%v", c.Deferrals, c.LastDelay))
+				v, _ := c.Arg("flight")
+				if err := c.Set("seat", kernel.String(v.Str()+"/12A")); err != nil {
+					t.Error(err)
+				}
+				r := outcomes[0]
+				if len(outcomes) > 1 {
+					outcomes = outcomes[1:]
+				}
+				return r
+			})
+			return e
+		}
+		e := newEngine()
+		defer e.Close()
+		loadNetText(t, e, actionNet)
+		p := start(t, e, veena.StartRequest{Definition: "booking", Env: map[string]any{"flight": "KL123"}})
+		m := marking(t, e, p.ID)
+		if nonEmpty(m) != "VAR:seat=1 want=1" || m.Deferred["book"] == "" || m.Variables["seat"] != (kernel.Value{}) {
+			t.Fatalf("after start: %s deferred %v variables %v", nonEmpty(m), m.Deferred, m.Variables)
+		}
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor := func(what string, ok func(m *veena.Marking) bool) *veena.Marking {
+			t.Helper()
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				m := marking(t, e, p.ID)
+				if ok(m) {
+					return m
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("waiting for %s: marking %s deferred %v blocked %v", what, nonEmpty(m), m.Deferred, m.Blocked)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		clock.Advance(61 * time.Second)
+		waitFor("the second deferral", func(m *veena.Marking) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(calls) == 2 && m.Deferred["book"] != ""
+		})
+		clock.Advance(121 * time.Second)
+		m = waitFor("the failure", func(m *veena.Marking) bool { return m.Blocked["book"] != "" })
+		if nonEmpty(m) != "VAR:seat=1 want=1" || len(m.Deferred) != 0 || m.Variables["seat"] != (kernel.Value{}) {
+			t.Fatalf("after the failure: %s deferred %v variables %v", nonEmpty(m), m.Deferred, m.Variables)
+		}
+		page, err := e.Incidents(ctx, veena.IncidentFilter{Process: p.ID})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("incidents %+v %v", page, err)
+		}
+		inc := page.Items[0]
+		if inc.Kind != "action_failed" || inc.Node != "book" || !strings.Contains(inc.Message, "no seats left") {
+			t.Errorf("incident %+v", inc)
+		}
+		if _, err := e.ResolveIncident(ctx, inc.ID, veena.ResolveIncidentRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		m = marking(t, e, p.ID)
+		if nonEmpty(m) != "VAR:seat=1 booked=1" || m.Variables["seat"] != kernel.String("KL123/12A") || m.State != "completed" {
+			t.Errorf("after resolving: %s variables %v state %s", nonEmpty(m), m.Variables, m.State)
+		}
+		mu.Lock()
+		want := []string{"deferrals=0 last=0s", "deferrals=1 last=1m0s", "deferrals=2 last=2m0s", "deferrals=0 last=0s"}
+		if !slices.Equal(calls, want) {
+			t.Errorf("calls %v, want %v", calls, want)
+		}
+		mu.Unlock()
+		evs, _ := e.Events(ctx, p.ID, 0, 0)
+		var types []string
+		for _, ev := range evs {
+			if strings.HasPrefix(ev.Type, "ACTION") || strings.HasPrefix(ev.Type, "TRANSITION") || strings.HasPrefix(ev.Type, "INCIDENT") {
+				types = append(types, ev.Type)
+			}
+		}
+		if want := "INCIDENT_OPENED INCIDENT_RESOLVED ACTION_COMPLETED TRANSITION_FIRED"; strings.Join(types, " ") != want {
+			t.Errorf("events %v, want %s", types, want)
+		}
+	})
+}
+
+// TestNetTokensNotByHand: the node token holding an activity's job cannot
+// be completed through the token API (its job can), nor backtracked.
+func TestNetTokensNotByHand(t *testing.T) {
+	ctx := context.Background()
+	e := open(t, backends()[0].place(t)(), veena.Options{})
+	defer e.Close()
+	loadNetText(t, e, workerNet)
+	p := start(t, e, veena.StartRequest{Definition: "orders"})
+	if _, err := e.SendTransitionEvent(ctx, p.ID, "order", map[string]any{"customer": "x"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	m := marking(t, e, p.ID)
+	_, err := e.CompleteToken(ctx, m.Activities[0].NodeToken, veena.CompleteRequest{})
+	wantCode(t, err, "invalid_argument")
+	if !strings.Contains(err.Error(), "complete its job") {
+		t.Errorf("error %v", err)
+	}
+	_, err = e.Backtrack(ctx, m.Activities[0].NodeToken, "")
+	if err == nil {
+		t.Error("backtracked a net process")
+	}
+	if m2 := marking(t, e, p.ID); nonEmpty(m2) != nonEmpty(m) || len(m2.Activities) != 1 {
+		t.Errorf("the marking changed: %s", nonEmpty(m2))
+	}
 }

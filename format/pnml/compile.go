@@ -432,11 +432,15 @@ func (c *compiler) locks() {
 			xs, ys = append(xs, t.X), append(ys, t.Y)
 		}
 		if lock.Props.(*petri.PlaceProps).Generated && len(xs) > 0 {
-			sx, sy := 0, 0
+			// Drawn below the writers it guards, if the net has positions.
+			sx, sy, drawn := 0, 0, false
 			for i := range xs {
 				sx, sy = sx+xs[i], sy+ys[i]
+				drawn = drawn || xs[i] != 0 || ys[i] != 0
 			}
-			lock.X, lock.Y = sx/len(xs), sy/len(ys)+60
+			if drawn {
+				lock.X, lock.Y = sx/len(xs), sy/len(ys)+60
+			}
 		}
 	}
 }

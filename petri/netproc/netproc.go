@@ -534,3 +534,25 @@ func (r *Runtime) View(p *kernel.Process) (*Marking, error) {
 	slices.SortFunc(m.Activities, func(a, b Activity) int { return a.Token - b.Token })
 	return m, nil
 }
+
+// ErrNotByHand: the tokens of a net process are the runtime's; they move
+// by firing, events and job results, not by completing them.
+var ErrNotByHand = &kernel.Error{Code: kernel.ErrInvalidArgument.Code, Msg: "the tokens of a Petri net process are not completed by hand"}
+
+func refuseByHand(t *kernel.NodeToken) error {
+	what := "fire a transition, send an event"
+	if t.Holds(kernel.HoldsJob) {
+		what = "complete its job (POST /jobs/{id}/complete)"
+	}
+	return &kernel.Error{Code: ErrNotByHand.Code, Msg: fmt.Sprintf("node token %s belongs to a Petri net process: %s instead", t.Label(), what)}
+}
+
+// HandleComplete refuses: an activity's token ends with its job.
+func (pt *placeType) HandleComplete(e *kernel.Engine, t *kernel.NodeToken, names []string, vars *kernel.Env) error {
+	return refuseByHand(t)
+}
+
+// HandleComplete refuses: a transition's token ends with its incident or wake.
+func (tt *transitionType) HandleComplete(e *kernel.Engine, t *kernel.NodeToken, names []string, vars *kernel.Env) error {
+	return refuseByHand(t)
+}

@@ -23,6 +23,8 @@ const CODE_WORDS = {
   not_found: 'That item does not exist (any more).',
   token_complete: 'This token has already been completed. The page now shows the current state.',
   process_not_executing: 'The process is not running, so its tokens cannot change.',
+  transition_not_enabled: 'That transition is not enabled in the current marking.',
+  action_failed: 'The transition\'s action failed, so it did not fire.',
   backtrack_not_allowed: 'The process cannot be backtracked to this token.',
   conflict: 'The request conflicts with the current state.',
   unauthorized: 'Your access token is missing, wrong or expired. Please log in again.',
@@ -181,6 +183,11 @@ export const api = {
   processEnv: (id) => request('GET', `/processes/${enc(id)}/env`),
   almanac: (id) => request('GET', `/processes/${enc(id)}/almanac`),
   schemaNodes: (id) => request('GET', `/processes/${enc(id)}/nodes`),
+  // Petri nets.
+  marking: (id) => request('GET', `/processes/${enc(id)}/marking`),
+  fire: (id, transition) => request('POST', `/processes/${enc(id)}/fire`, { json: { transition } }),
+  transitionEvent: (id, name, args) => request('POST', `/processes/${enc(id)}/transition-events`, { json: { name, args: args || {} } }),
+  analysis: (name, version) => request('GET', `/definitions/${enc(name)}/analysis${query({ version })}`),
 
   nodeToken: (id) => request('GET', `/node-tokens/${enc(id)}`),
   completeToken: (id, body) => request('POST', `/node-tokens/${enc(id)}/complete`, { json: body || {} }),

@@ -4,6 +4,7 @@
 import { api } from './api.js';
 import { h, clear, fmtTime, modal, attributeEditor, navigate, routeHref, toast, errorToast } from './ui.js';
 import { createGraphView, legend, joinWords, nodeKey, isStartNode, isSchemaNode, schemaActionLines } from './graph.js';
+import { isNetDefinition, createNetView, netLegend, netNodesTable, analysisPanel } from './net.js';
 
 export async function definitionsView(el, query, session) {
   const head = h('div.page-head', h('h1', 'Definitions'));
@@ -103,7 +104,14 @@ export async function definitionView(el, name, version, session) {
     h('dt', 'hash'), h('dd', h('code', String(def.hash || '').slice(0, 16))),
     h('dt', 'size'), h('dd', `${(def.nodes || []).length} nodes, ${(def.arcs || []).length} arcs`));
 
-  const graph = createGraphView(def, {
+  const isNet = isNetDefinition(def);
+  const graph = isNet ? createNetView(def, {
+    onSelect: (kind, ref) => {
+      const row = nodesTable.querySelector(`[data-key="${CSS.escape(ref)}"]`);
+      for (const r of nodesTable.querySelectorAll('tr.selected')) r.classList.remove('selected');
+      if (row) { row.classList.add('selected'); row.scrollIntoView({ block: 'nearest' }); }
+    },
+  }) : createGraphView(def, {
     onSelectNode: (n, key) => {
       const row = nodesTable.querySelector(`[data-key="${CSS.escape(key)}"]`);
       for (const r of nodesTable.querySelectorAll('tr.selected')) r.classList.remove('selected');
@@ -112,7 +120,7 @@ export async function definitionView(el, name, version, session) {
   });
 
   const schema = (def.nodes || []).some(isSchemaNode);
-  const nodesTable = schema ? schemaNodesTable(def, (key) => graph.select(key)) : h('table.list.nodes',
+  const nodesTable = isNet ? netNodesTable(def, (ref) => graph.select(ref)) : schema ? schemaNodesTable(def, (key) => graph.select(key)) : h('table.list.nodes',
     h('caption', 'Nodes'),
     h('thead', h('tr', ['node', 'type', 'join', 'guard'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', (def.nodes || []).map((n) => {
@@ -156,8 +164,8 @@ export async function definitionView(el, name, version, session) {
     (def.detail.children || []).length ? [h('dt', 'children'), h('dd', def.detail.children.map((c, i) => [i ? ', ' : '', h('a', { href: routeHref('definitions', c) }, c)]))] : null) : null;
 
   el.append(head, versions, h('div.split',
-    h('section.panel.graph-panel', { 'aria-label': 'Graph' }, graph.el, legend(false, def)),
-    h('aside.panel.side', meta, schemaMeta, h('div.table-wrap.nodes-wrap', { tabindex: '0', 'aria-label': 'Nodes' }, nodesTable), source)));
+    h('section.panel.graph-panel', { 'aria-label': 'Graph' }, graph.el, isNet ? netLegend(false) : legend(false, def)),
+    h('aside.panel.side', meta, schemaMeta, analysisPanel(def), h('div.table-wrap.nodes-wrap', { tabindex: '0', 'aria-label': 'Nodes' }, nodesTable), source)));
   graph.ready.catch(() => {});
   return () => graph.destroy();
 }

@@ -11,7 +11,8 @@ const LINE_HEIGHT = 16;
 
 let elkPromise = null;
 let graphSeq = 0;
-function loadElk() {
+// loadElk loads the layout library once (also for the net view).
+export function loadElk() {
   if (!elkPromise) {
     elkPromise = new Promise((resolve, reject) => {
       if (window.ELK) { resolve(new window.ELK()); return; }

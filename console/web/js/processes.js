@@ -3,6 +3,7 @@
 // and the token actions (complete, backtrack, cancel).
 
 import { isSchemaDefinition, schemaPanel } from './schema.js';
+import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -105,7 +106,8 @@ export async function processView(el, id, session) {
     actions);
   const relations = h('div.relations');
   const attention = h('div.attention', { role: 'status' });
-  const graph = createGraphView(def, {
+  const net = isNetDefinition(def) ? netPanel(id, def, session, () => scheduleRefresh()) : null;
+  const graph = net ? createNetView(def) : createGraphView(def, {
     stateLines: true,
     onSelectNode: (n, key) => {
       const ts = state.tokens.nodeTokens.filter((t) => nodeKey(t.node, t.external) === key);
@@ -124,9 +126,9 @@ export async function processView(el, id, session) {
 
   const schema = isSchemaDefinition(def) ? schemaPanel(id) : null;
   el.append(head, attention, relations, h('div.split',
-    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, legend(true, def)),
+    h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, net ? netLegend(true) : legend(true, def)),
     h('aside.panel.side',
-      h('section', { 'aria-labelledby': 'h-active' }, activeHeading, activeBox),
+      net ? net.el : h('section', { 'aria-labelledby': 'h-active' }, activeHeading, activeBox),
       h('section', { 'aria-labelledby': 'h-timeline' }, h('h2#h-timeline', 'Timeline'), timeline))),
   h('div.split.lower',
     h('section.panel', { 'aria-labelledby': 'h-history' }, h('h2#h-history', 'Token history'), history),
@@ -136,6 +138,9 @@ export async function processView(el, id, session) {
   if (schema) {
     el.insertBefore(schema.el, el.children[4] || null);
     schema.refresh();
+  }
+  if (net) {
+    net.refresh().then((m) => { if (m) graph.ready.then(() => graph.setMarking(m)).catch(() => {}); });
   }
 
   // ---- rendering
@@ -244,7 +249,7 @@ export async function processView(el, id, session) {
           h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
-          session.canAct && executing() && !running.length && !schema
+          session.canAct && executing() && !running.length && !schema && !net
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) },
               delayed ? 'Complete now…' : 'Complete…')
             : null));
@@ -284,7 +289,7 @@ export async function processView(el, id, session) {
   function renderHistory() {
     const rows = state.tokens.nodeTokens.map((t) => {
       const st = shownState(t);
-      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema;
+      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema && !net;
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
         h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
         h('td', h('span', { class: `badge tok-${st}` }, st)),
@@ -293,7 +298,7 @@ export async function processView(el, id, session) {
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t) && !schema
+          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t) && !schema && !net
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) },
               st === 'delayed' ? 'Complete now…' : 'Complete…') : null,
           canBacktrack
@@ -415,6 +420,7 @@ export async function processView(el, id, session) {
     refreshing = (async () => {
       const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
       if (schema) schema.refresh();
+      if (net) { const m = await net.refresh(); if (m && !state.destroyed) graph.setMarking(m); }
       if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);
@@ -548,7 +554,7 @@ export async function processView(el, id, session) {
   graph.ready.then(() => {
     const overlay = computeOverlay(def, state.tokens, { stopped: stopped() });
     graph.setOverlay(overlay);
-    graph.focus([...overlay.nodes].filter(([, s]) => ['active', 'delayed', 'waiting'].includes(s.primary)).map(([k]) => k));
+    if (graph.focus) graph.focus([...overlay.nodes].filter(([, s]) => ['active', 'delayed', 'waiting'].includes(s.primary)).map(([k]) => k));
   }).catch(() => {});
   startStream();
 
