@@ -47,7 +47,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 		t.root = p
 		c.startRecord(p, req.User, atts)
 		return p, nil
-	}, &outcome{Request: requestID("start", req.Definition, req.Version, env.Map(), req.Context)})
+	}, &outcome{Request: requestID("start", req.Definition, req.Version, env.Map(), req.Context)}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -116,9 +116,18 @@ func requestID(parts ...any) string {
 
 // requestID identifies the request an op carries out: its kind, target
 // and arguments.
+//
+// Who acts (the user of a task command, the worker of a job's) is not part
+// of it: a worker restarted after a crash retries under a new name, and its
+// retry is still the same request.
 func (o *op) requestID() string {
 	c := *o
 	c.Request = ""
+	if c.Args != nil {
+		a := *c.Args
+		a.User, a.Groups, a.Admin, a.Worker = "", nil, false, ""
+		c.Args = &a
+	}
 	return requestID("op", &c)
 }
 

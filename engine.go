@@ -558,7 +558,12 @@ type commandFunc func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, erro
 // (so that the transaction only writes); inside the transaction the tree's
 // version is checked, and if another engine changed the tree meanwhile the
 // early result is thrown away and the command runs again on the stored tree.
-func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, res *outcome) (*outcome, error) {
+//
+// first, for a command on an existing tree, tells the first inbox seq of
+// the commands that arrived after this one (queued while it held the
+// tree's lock in this engine; 0: none). If only such commands wait in the
+// inbox, the command still commits ahead of them: it arrived first.
+func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, res *outcome, first func() int64) (*outcome, error) {
 	var early *plan
 	if root != "" {
 		if t := e.cache.take(root); t != nil {
@@ -570,7 +575,10 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	}
 	var done *plan
 	var prev *outcome
-	attempt := func(expect bool) error {
+	// attempt runs the transaction; expect: the early result only has to
+	// be written; ahead > 0: commands queued from inbox seq ahead on
+	// arrived after this one.
+	attempt := func(expect bool, ahead int64) error {
 		return e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 			done, prev = nil, nil
 			if key != "" {
@@ -584,13 +592,27 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 			}
 			p := early
 			switch {
-			case expect:
+			case expect && ahead == 0:
 				if err := tx.ExpectTree(ctx, root, p.from); err != nil {
 					return err
 				}
 			case root != "":
-				version, err := tx.TryLockTree(ctx, root)
-				if err != nil {
+				var version int64
+				var err error
+				if ahead > 0 {
+					// Wait for the tree, then go first unless an older
+					// command waits in the inbox.
+					if version, err = tx.LockTree(ctx, root); err != nil {
+						return err
+					}
+					next, err := tx.NextCommand(ctx, root)
+					if err != nil {
+						return err
+					}
+					if next != nil && next.Seq < ahead {
+						return store.ErrBusy
+					}
+				} else if version, err = tx.TryLockTree(ctx, root); err != nil {
 					return err
 				}
 				// A command that failed on the tree as stored failed for
@@ -626,11 +648,20 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	// A command that ran on the cached tree only has to write, if the tree
 	// is still as cached; if not, it runs again on the stored tree.
 	expect := root != "" && early != nil && early.err == nil
-	err := attempt(expect)
+	err := attempt(expect, 0)
+	if (errors.Is(err, store.ErrBusy) || errors.Is(err, store.ErrStale)) && first != nil {
+		// Commands wait in the inbox (or the store could not tell busy
+		// from changed): if all those waiting arrived after this one
+		// (queued while it ran), it still goes first, with its early
+		// result if the tree is as it ran on.
+		if ahead := first(); ahead > 0 {
+			err = attempt(expect, ahead)
+		}
+	}
 	if expect && errors.Is(err, store.ErrStale) {
 		// The tree, or a work row the command read, changed meanwhile.
 		early = nil
-		err = attempt(false)
+		err = attempt(false, 0)
 	}
 	if err != nil {
 		if errors.Is(err, errNoChange) {
@@ -981,12 +1012,32 @@ func storeError(op string, err error) error {
 }
 
 // rootLocks queue commands per tree in arrival order.
+//
+// A command that runs directly holds its tree's lock while it runs, before
+// its transaction. Commands that arrive meanwhile queue in the tree's
+// durable inbox (so that they survive their caller); the lock remembers the
+// first of them (queued), so that the holder, which arrived before them,
+// still commits first instead of being queued behind them and run again.
 type rootLocks struct {
-	mu sync.Mutex
-	m  map[string]*rootLock
+	mu   sync.Mutex
+	cond *sync.Cond
+	m    map[string]*rootLock
+	gens uint64
 }
 
-type rootLock struct{ waiters []chan struct{} }
+type rootLock struct {
+	waiters []chan struct{}
+	gen     uint64 // the current holder
+	queued  int64  // the first inbox seq queued here while it held the lock (0: none)
+	queuing int    // commands turned away by it that are being queued
+}
+
+// holder makes a new holder of rl. The caller holds l.mu.
+func (l *rootLocks) holder(rl *rootLock) *rootLock {
+	l.gens++
+	rl.gen, rl.queued = l.gens, 0
+	return rl
+}
 
 func (l *rootLocks) lock(ctx context.Context, root string) (func(), error) {
 	l.mu.Lock()
@@ -995,7 +1046,7 @@ func (l *rootLocks) lock(ctx context.Context, root string) (func(), error) {
 	}
 	rl := l.m[root]
 	if rl == nil {
-		l.m[root] = &rootLock{}
+		l.m[root] = l.holder(&rootLock{})
 		l.mu.Unlock()
 		return func() { l.unlock(root) }, nil
 	}
@@ -1020,18 +1071,67 @@ func (l *rootLocks) lock(ctx context.Context, root string) (func(), error) {
 	}
 }
 
-// tryLock takes the lock of root if it is free.
-func (l *rootLocks) tryLock(root string) (func(), bool) {
+// tryLock takes the lock of root if it is free, and returns the function
+// that releases it and the caller's holder number. If the lock is held, it
+// returns a ticket instead: the caller queues its command in the inbox and
+// then hands the ticket to queuedAt, so that the holder knows the command
+// arrived after it.
+func (l *rootLocks) tryLock(root string) (func(), uint64, *lockTicket) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[string]*rootLock{}
 	}
-	if _, busy := l.m[root]; busy {
-		return nil, false
+	if rl, busy := l.m[root]; busy {
+		rl.queuing++
+		return nil, 0, &lockTicket{rl: rl, gen: rl.gen}
 	}
-	l.m[root] = &rootLock{}
-	return func() { l.unlock(root) }, true
+	rl := l.holder(&rootLock{})
+	l.m[root] = rl
+	return func() { l.unlock(root) }, rl.gen, nil
+}
+
+// lockTicket is a command turned away by the holder gen of a lock.
+type lockTicket struct {
+	rl  *rootLock
+	gen uint64
+}
+
+// queuedAt records that the command of a ticket has been queued as seq
+// (0: it was not queued after all).
+func (l *rootLocks) queuedAt(t *lockTicket, seq int64) {
+	if t == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.rl.queuing--
+	if seq > 0 && t.rl.gen == t.gen && (t.rl.queued == 0 || seq < t.rl.queued) {
+		t.rl.queued = seq
+	}
+	if l.cond != nil {
+		l.cond.Broadcast()
+	}
+}
+
+// queuedSince returns the first inbox seq of the commands queued while
+// holder held the lock of root, once those being queued are in (0: none).
+func (l *rootLocks) queuedSince(root string, holder uint64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cond == nil {
+		l.cond = sync.NewCond(&l.mu)
+	}
+	for {
+		rl := l.m[root]
+		if rl == nil || rl.gen != holder {
+			return 0
+		}
+		if rl.queuing <= 0 {
+			return rl.queued
+		}
+		l.cond.Wait()
+	}
 }
 
 func (l *rootLocks) unlock(root string) {
@@ -1044,6 +1144,7 @@ func (l *rootLocks) unlock(root string) {
 	}
 	next := rl.waiters[0]
 	rl.waiters = rl.waiters[1:]
+	l.holder(rl)
 	close(next)
 }
 

@@ -37,7 +37,7 @@ func EnqueueComplete(ctx context.Context, e *Engine, token, key string) (*Proces
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.enqueue(ctx, root, key, o)
+	out, err := e.enqueue(ctx, root, key, o, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,15 @@
 package veena_test
 
 import (
+	"bytes"
 	"context"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/kernel"
 )
 
 // TestIdempotencyKeyBoundToRequest: an idempotency key answers retries of
@@ -102,5 +107,91 @@ func TestIdempotencyKeyBoundToRequest(t *testing.T) {
 		}
 		_, err = e.Backtrack(ctx, a2, "bt")
 		wantCode(t, err, "idempotency_key_reused")
+	})
+}
+
+// lineCounter counts the lines written to it.
+type lineCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.n += bytes.Count(b, []byte("\n"))
+	c.mu.Unlock()
+	return len(b), nil
+}
+
+func (c *lineCounter) lines() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+const defSlowBranch = `<process-definition name="slowbranch" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc to="X"/></node>
+  <node name="B" type="wait" isStart="true"><arc to="Y"/></node>
+  <node name="X" type="script"><arc to="Z"/><custom><execute type="js">
+    console.log("X runs"); var t = Date.now(); while (Date.now() - t &lt; 400) {}
+  </execute></custom></node>
+  <node name="Y"><arc to="Z"/></node>
+  <node name="Z" type="wait"/>
+</process-definition>`
+
+// TestArrivalOrderKept: A completes a token whose next node runs a slow
+// script; B completes a sibling while A runs. A arrived first: it is
+// answered first, its events come before B's, and its script runs once.
+func TestArrivalOrderKept(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		k := kernel.New()
+		runs := &lineCounter{}
+		k.ScriptOutput = runs
+		e := open(t, b.place(t)(), veena.Options{Kernel: k})
+		defer e.Close()
+		if _, _, err := e.LoadDefinition(ctx, "slowbranch.wf.xml", []byte(defSlowBranch), ""); err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, e, veena.StartRequest{Definition: "slowbranch"})
+		a, bt := one(t, e, p.ID, "A"), one(t, e, p.ID, "B")
+		type answer struct {
+			who string
+			at  time.Duration
+			err error
+		}
+		answers := make(chan answer, 2)
+		began := time.Now()
+		go func() {
+			_, err := e.CompleteToken(ctx, a, veena.CompleteRequest{})
+			answers <- answer{"A", time.Since(began), err}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		go func() {
+			_, err := e.CompleteToken(ctx, bt, veena.CompleteRequest{})
+			answers <- answer{"B", time.Since(began), err}
+		}()
+		first, second := <-answers, <-answers
+		if first.err != nil || second.err != nil {
+			t.Fatalf("answers: %+v %+v", first, second)
+		}
+		if first.who != "A" {
+			t.Fatalf("B was answered (at %s) before A (at %s), though A arrived first", first.at, second.at)
+		}
+		if first.at > 1200*time.Millisecond {
+			t.Fatalf("A was answered after %s: its 400 ms of work ran more than once", first.at)
+		}
+		if n := runs.lines(); n != 1 {
+			t.Fatalf("the script ran %d times", n)
+		}
+		order := completedOrder(t, e, p.ID)
+		if len(order) < 2 || order[0] != a || order[len(order)-2] == a {
+			// A's completion, then X's, then B's, then Y's.
+			t.Logf("completion order %v", order)
+		}
+		ia, ib := slices.Index(order, a), slices.Index(order, bt)
+		if ia < 0 || ib < 0 || ia > ib {
+			t.Fatalf("A completed at %d, B at %d in the event order %v", ia, ib, order)
+		}
 	})
 }

@@ -41,28 +41,34 @@ func (e *Engine) submit(ctx context.Context, o *op, key string) (*outcome, error
 	if key != "" && o.Request == "" {
 		o.Request = o.requestID()
 	}
-	if unlock, ok := e.locks.tryLock(root); ok {
+	unlock, holder, ticket := e.locks.tryLock(root)
+	if unlock != nil {
 		res := &outcome{Request: o.Request}
-		out, err := e.command(ctx, root, key, o.bind(res), res)
+		out, err := e.command(ctx, root, key, o.bind(res), res, func() int64 { return e.locks.queuedSince(root, holder) })
 		unlock()
 		if !errors.Is(err, store.ErrBusy) {
 			return out, err
 		}
 	}
-	return e.enqueue(ctx, root, key, o)
+	return e.enqueue(ctx, root, key, o, ticket)
 }
 
 // enqueue appends an op to its tree's inbox, drains the tree up to it and
 // returns its outcome.
-func (e *Engine) enqueue(ctx context.Context, root, key string, o *op) (*outcome, error) {
+// A ticket (a command turned away by this engine's lock holder) is handed
+// back to the lock with the command's seq.
+func (e *Engine) enqueue(ctx context.Context, root, key string, o *op, ticket *lockTicket) (*outcome, error) {
 	payload, err := json.Marshal(o)
 	if err != nil {
+		e.locks.queuedAt(ticket, 0)
 		return nil, fmt.Errorf("encode the command: %w", err)
 	}
 	c := &store.Command{Root: root, Key: key, Payload: payload, EnqueuedAt: e.clock()}
 	if err := e.store.Enqueue(ctx, c); err != nil {
+		e.locks.queuedAt(ticket, 0)
 		return nil, storeError("queue the command", err)
 	}
+	e.locks.queuedAt(ticket, c.Seq)
 	if err := e.drain(ctx, root, c.Seq); err != nil {
 		return nil, err
 	}

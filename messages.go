@@ -283,7 +283,7 @@ func (e *Engine) startAt(ctx context.Context, g *graph.Graph, node string, vals 
 		}
 		t.root = p
 		return p, nil
-	}, &outcome{})
+	}, &outcome{}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	}
 	for _, w := range cfg.Workloads {
 		if _, ok := workloads[w]; !ok {
-			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, auto10 or split10)", w)
+			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, auto10, split10, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
 		}
 	}
 	for _, n := range cfg.Clients {
@@ -536,6 +536,12 @@ type workload struct {
 	// waits is the number of waiting tokens the client completes, in
 	// token order, after the start.
 	waits int
+	// format is the definition's format ("sarasvati" when empty).
+	format string
+	// tasks is the number of human tasks the client completes after the
+	// start (a BPMN workload's user tasks), found by listing the
+	// process's open tasks.
+	tasks int
 }
 
 // Workload returns a workload's definition (its name and XML source) and
@@ -551,6 +557,11 @@ var workloads = map[string]workload{
 	"wait":    {name: "bench-wait", xml: waitXML, waits: 1},
 	"auto10":  {name: "bench-auto10", xml: auto10XML, waits: 0},
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
+	// The same shapes in BPMN: a user task completed by the client, a chain
+	// of ten elements, a parallel split into ten user tasks and its join.
+	"bpmn-wait":    {name: "bench-bpmn-wait", xml: bpmnWaitXML, format: "bpmn", tasks: 1},
+	"bpmn-auto10":  {name: "bench-bpmn-auto10", xml: bpmnAuto10XML, format: "bpmn"},
+	"bpmn-split10": {name: "bench-bpmn-split10", xml: bpmnSplit10XML, format: "bpmn", tasks: 10},
 }
 
 // LoadWorkload loads a workload's definition into e.
@@ -580,6 +591,10 @@ func OpenEngine(ctx context.Context, st store.Store, workload string) (*veena.En
 
 // load loads the workload's definition into e.
 func (w workload) load(ctx context.Context, e *veena.Engine) error {
+	if w.format == "bpmn" {
+		_, _, err := e.LoadDefinition(ctx, w.name+".bpmn", []byte(w.xml), "bpmn")
+		return err
+	}
 	_, _, err := e.LoadDefinition(ctx, w.name+".wf.xml", []byte(w.xml), "sarasvati")
 	return err
 }
@@ -607,6 +622,27 @@ func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration
 		return 1, err
 	}
 	n := 1
+	if w.tasks > 0 {
+		t := time.Now()
+		page, err := e.Tasks(ctx, veena.TaskFilter{Process: p.ID, Limit: w.tasks})
+		*lat = append(*lat, time.Since(t))
+		n++
+		if err != nil {
+			return n, err
+		}
+		if len(page.Items) != w.tasks {
+			return n, fmt.Errorf("process %s has %d open tasks, want %d", p.ID, len(page.Items), w.tasks)
+		}
+		for _, task := range page.Items {
+			t := time.Now()
+			p, err = e.CompleteTask(ctx, task.ID, veena.CompleteTaskRequest{Actor: veena.Actor{User: "bench"}})
+			*lat = append(*lat, time.Since(t))
+			n++
+			if err != nil {
+				return n, err
+			}
+		}
+	}
 	for i := 1; i <= w.waits; i++ {
 		t := time.Now()
 		p, err = e.CompleteToken(ctx, p.ID+".n"+strconv.Itoa(i+1), veena.CompleteRequest{})
@@ -666,6 +702,53 @@ var split10XML = func() string {
   <node name="end"/>
 </process-definition>
 `)
+	return b.String()
+}()
+
+const bpmnHead = `<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="http://veena.example/bench">
+`
+
+const bpmnWaitXML = bpmnHead + `  <process id="bench-bpmn-wait" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="task"/>
+    <userTask id="task"/>
+    <sequenceFlow id="f2" sourceRef="task" targetRef="end"/>
+    <endEvent id="end"/>
+  </process>
+</definitions>
+`
+
+var bpmnAuto10XML = func() string {
+	var b strings.Builder
+	b.WriteString(bpmnHead + `  <process id="bench-bpmn-auto10" isExecutable="true">
+    <startEvent id="n1"/>
+`)
+	for i := 2; i <= 9; i++ {
+		fmt.Fprintf(&b, "    <task id=\"n%d\"/>\n", i)
+	}
+	b.WriteString("    <endEvent id=\"n10\"/>\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "    <sequenceFlow id=\"f%d\" sourceRef=\"n%d\" targetRef=\"n%d\"/>\n", i, i, i+1)
+	}
+	b.WriteString("  </process>\n</definitions>\n")
+	return b.String()
+}()
+
+var bpmnSplit10XML = func() string {
+	var b strings.Builder
+	b.WriteString(bpmnHead + `  <process id="bench-bpmn-split10" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f0" sourceRef="start" targetRef="fork"/>
+    <parallelGateway id="fork"/>
+    <parallelGateway id="join"/>
+    <sequenceFlow id="fj" sourceRef="join" targetRef="end"/>
+    <endEvent id="end"/>
+`)
+	for i := range 10 {
+		fmt.Fprintf(&b, "    <sequenceFlow id=\"a%d\" sourceRef=\"fork\" targetRef=\"b%d\"/>\n    <userTask id=\"b%d\"/>\n    <sequenceFlow id=\"c%d\" sourceRef=\"b%d\" targetRef=\"join\"/>\n", i, i, i, i, i)
+	}
+	b.WriteString("  </process>\n</definitions>\n")
 	return b.String()
 }()
 

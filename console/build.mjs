@@ -14,6 +14,9 @@ const vendor = join(here, 'web', 'vendor');
 const files = [
   ['cytoscape', 'dist/cytoscape.esm.min.mjs', 'cytoscape.esm.min.mjs'],
   ['elkjs', 'lib/elk.bundled.js', 'elk.bundled.js'],
+  ['bpmn-js', 'dist/bpmn-navigated-viewer.production.min.js', 'bpmn-navigated-viewer.production.min.js'],
+  ['bpmn-js', 'dist/assets/diagram-js.css', 'diagram-js.css'],
+  ['bpmn-js', 'dist/assets/bpmn-js.css', 'bpmn-js.css'],
 ];
 
 if (!existsSync(modules)) {
@@ -32,8 +35,10 @@ for (const [pkg, file, out] of files) {
     const p = join(modules, pkg, lic);
     if (existsSync(p)) copyFileSync(p, join(vendor, `${pkg}.${lic}`));
   }
-  manifest[pkg] = { version: meta.version, license: meta.license, file: out };
+  const entry = manifest[pkg] || { version: meta.version, license: meta.license, files: [] };
+  entry.files.push(out);
+  manifest[pkg] = entry;
 }
 writeFileSync(join(vendor, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 console.log('console: vendor files written to', vendor);
-for (const [pkg, m] of Object.entries(manifest)) console.log(`  ${pkg} ${m.version} (${m.license}) -> ${m.file}`);
+for (const [pkg, m] of Object.entries(manifest)) console.log(`  ${pkg} ${m.version} (${m.license}) -> ${m.files.join(', ')}`);

@@ -77,6 +77,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   veena definitions load order.wf.xml  load a definition into the running server
   veena processes start order          start a process
   veena events send --match order=o-1  deliver an event to the process whose context matches
+  veena net event ID order customer=acme   send an event to a Petri net process; net fire, net marking
+  veena check --analyse orders.pnml    explore a definition's state space (deadlocks, stuck joins, soundness)
   veena tasks list --mine              my inbox; tasks claim/save/complete work it
   veena worker --type T -- cmd …       run a shell command for every job of type T
 
@@ -99,6 +101,7 @@ with the access token --token (VEENA_TOKEN).`,
 		newTokensCmd(),
 		newEventsCmd(),
 		newSchemaCmd(),
+		newNetCmd(),
 		newTasksCmd(),
 		newJobsCmd(),
 		newIncidentsCmd(),

@@ -40,6 +40,11 @@ type Options struct {
 	// (liveness, reversibility, soundness, stranded tokens, completion),
 	// which roughly halves the memory an exploration takes.
 	NoGraph bool
+	// DeadStranded reports tokens left in dead markings as stranded too
+	// (translated process graphs: a token waiting at a join when nothing
+	// else can happen); by default only tokens stranded while the net runs
+	// on are, dead markings being listed as deadlocks already.
+	DeadStranded bool
 	// Final, if set, is a marking the net should be able to reach from
 	// every reachable marking (Result.Completes): for a translated process
 	// graph, the empty marking of a finished process.
@@ -83,7 +88,8 @@ type Result struct {
 	Soundness        *SoundnessDetails `json:"soundness,omitempty"`
 	// Stranded lists the places where a token can be left for ever: a
 	// reachable marking marks the place and no transition that takes from
-	// it can fire again (sinks, which nothing takes from, are left out).
+	// it can fire again while others still can (sinks, which nothing takes
+	// from, are left out; so are dead markings unless Options.DeadStranded).
 	Stranded []Stranded `json:"stranded,omitempty"`
 	// Completes says Options.Final is reachable from every reachable
 	// marking (only when Options.Final is given).
@@ -139,7 +145,7 @@ func Analyze(n *petri.Net, opts Options) *Result {
 	switch {
 	case err == nil:
 		r.Complete = true
-		g.finish(r, m0)
+		g.finish(r, m0, opts)
 	case errors.Is(err, errUnbounded) && n.Inhibitors:
 		// Karp and Miller's graph is unsound with inhibitor arcs: report
 		// the repeatable sequence found, and what was seen before it.
@@ -189,7 +195,7 @@ func toInt32(m petri.Marking) []int32 {
 }
 
 // finish fills r from a complete exploration.
-func (g *explorer) finish(r *Result, m0 petri.Marking) {
+func (g *explorer) finish(r *Result, m0 petri.Marking, opts Options) {
 	n := g.net
 	states := int64(g.states())
 	r.States, r.Edges = &states, ptr(g.edges)
@@ -218,7 +224,7 @@ func (g *explorer) finish(r *Result, m0 petri.Marking) {
 	s := g.components()
 	r.Reversible = ptr(s.bottoms == 1 && s.bottom[s.comp[0]])
 	r.Live = ptr(g.live(s))
-	strand := g.stranded(s)
+	strand := g.stranded(s, opts.DeadStranded)
 	for p := range n.Places {
 		if v, ok := strand[p]; ok {
 			r.Stranded = append(r.Stranded, Stranded{Place: n.Places[p].ID, Sequence: g.names(g.path(v)), Marking: g.markingMap(v)})

@@ -212,13 +212,15 @@ func count(p *int64) string {
 // of the branch taken; with the final marking given, Completes says
 // whether every run can still end there.
 func TestStrandedAndCompletes(t *testing.T) {
+	// spin keeps the net running, so the token left by the choice is
+	// stranded while other transitions fire.
 	n := build(t, `
-		places: i=1 p1 p2 q o
+		places: i=1 p1 p2 r=1 o
 		left: i -> p1
 		right: i -> p2
 		join: p1 p2 -> o
-		loop: q -> q`)
-	r := analysis.Analyze(n, analysis.Options{Final: []int{0, 0, 0, 0, 1}})
+		spin: r -> r`)
+	r := analysis.Analyze(n, analysis.Options{Final: []int{0, 0, 0, 1, 1}})
 	var got []string
 	for _, s := range r.Stranded {
 		got = append(got, fmt.Sprintf("%s after %v", s.Place, s.Sequence))
@@ -229,12 +231,25 @@ func TestStrandedAndCompletes(t *testing.T) {
 	if r.Completes == nil || *r.Completes {
 		t.Errorf("completes %s, want false", show(r.Completes))
 	}
+	// Without spin the same tokens sit in dead markings: deadlocks, and
+	// stranded only when asked for.
+	n = build(t, `
+		places: i=1 p1 p2 o
+		left: i -> p1
+		right: i -> p2
+		join: p1 p2 -> o`)
+	if r := analysis.Analyze(n, analysis.Options{}); len(r.Stranded) != 0 || len(r.Deadlocks) != 2 {
+		t.Errorf("dead markings: stranded %v deadlocks %v", r.Stranded, r.Deadlocks)
+	}
+	if r := analysis.Analyze(n, analysis.Options{DeadStranded: true}); len(r.Stranded) != 2 {
+		t.Errorf("dead markings asked for: stranded %v", r.Stranded)
+	}
 	n = build(t, `
 		places: i=1 p1 o
 		a: i -> p1
 		b: p1 -> o`)
-	r = analysis.Analyze(n, analysis.Options{Final: []int{0, 0, 1}})
+	r = analysis.Analyze(n, analysis.Options{Final: []int{0, 0, 1}, DeadStranded: true})
 	if len(r.Stranded) != 0 || r.Completes == nil || !*r.Completes {
-		t.Errorf("a line: stranded %v completes %s; want none, and true", r.Stranded, show(r.Completes))
+		t.Errorf("a line: stranded %v completes %s; want none (a sink keeps its token), and true", r.Stranded, show(r.Completes))
 	}
 }

@@ -150,7 +150,7 @@ func (g *explorer) live(s *sccs) bool {
 // these). For each it returns the first such state found, which the
 // breadth-first numbering makes one at the end of a shortest firing
 // sequence.
-func (g *explorer) stranded(s *sccs) map[int]int {
+func (g *explorer) stranded(s *sccs, dead bool) map[int]int {
 	out := map[int]int{}
 	if len(g.trans) == 0 {
 		return out
@@ -160,7 +160,7 @@ func (g *explorer) stranded(s *sccs) map[int]int {
 	m := make([]int32, g.places)
 	for v := 0; v < g.states(); v++ {
 		d := dense[s.comp[v]]
-		if d < 0 {
+		if d < 0 || !dead && g.edgeAt[v] == g.edgeAt[v+1] {
 			continue
 		}
 		g.unpack(v, m)

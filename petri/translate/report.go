@@ -54,6 +54,7 @@ func Analyze(g *graph.Graph, opts analysis.Options) (*Report, error) {
 	}
 	opts.Final = make(petri.Marking, len(tr.Net.Places))
 	opts.Initial = nil
+	opts.DeadStranded = true
 	r := analysis.Analyze(tr.Net, opts)
 	rep.Result = r
 	rep.Approximations = tr.Approximations

@@ -29,6 +29,10 @@ const CODE_WORDS = {
   conflict: 'The request conflicts with the current state.',
   unauthorized: 'Your access token is missing, wrong or expired. Please log in again.',
   forbidden: 'Your access token does not allow this action.',
+  task_claimed: 'Another user holds this task.',
+  task_not_open: 'This task is no longer open.',
+  job_not_leased: 'This worker does not hold the job.',
+  match_invalid: 'The condition does not compile.',
 };
 
 const STATUS_WORDS = {

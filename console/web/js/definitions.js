@@ -3,6 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear, fmtTime, modal, attributeEditor, navigate, routeHref, toast, errorToast } from './ui.js';
+import { isBPMNDefinition, bpmnDiagram } from './bpmn.js';
 import { createGraphView, legend, joinWords, nodeKey, isStartNode, isSchemaNode, schemaActionLines } from './graph.js';
 import { isNetDefinition, createNetView, netLegend, netNodesTable, analysisPanel } from './net.js';
 
@@ -167,7 +168,16 @@ export async function definitionView(el, name, version, session) {
     h('section.panel.graph-panel', { 'aria-label': 'Graph' }, graph.el, isNet ? netLegend(false) : legend(false, def)),
     h('aside.panel.side', meta, schemaMeta, analysisPanel(def), h('div.table-wrap.nodes-wrap', { tabindex: '0', 'aria-label': 'Nodes' }, nodesTable), source)));
   graph.ready.catch(() => {});
-  return () => graph.destroy();
+  // A BPMN definition is drawn from its file's own diagram, above the graph.
+  const diagram = isBPMNDefinition(def) ? bpmnDiagram(def, { onSelect: (id) => graph.select(nodeKey(id, '')) }) : null;
+  if (diagram) {
+    const warnings = (def.warnings || []).length
+      ? h('ul.bpmn-warnings', def.warnings.map((w) => h('li.warning', { 'data-warning': '' }, `line ${w.line}: ${w.message}`)))
+      : null;
+    el.insertBefore(h('section.panel.bpmn-panel', { 'aria-label': 'BPMN diagram' }, h('h2', 'BPMN diagram'), diagram.el, warnings), el.children[2] || null);
+    diagram.ready.catch((err) => errorToast(err));
+  }
+  return () => { graph.destroy(); if (diagram) diagram.destroy(); };
 }
 
 // The nodes of a schema: kind, what it waits for, its actions in order and

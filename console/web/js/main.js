@@ -5,6 +5,8 @@
 //   #/processes[?definition=&state=&parentToken=&after=]   processes list
 //   #/processes/ID                         process page
 //   #/waiting[?…the processes filters…]    waiting work: active tokens and waiting joins
+//   #/tasks[?scope=&group=&queue=&state=&task=]   the Tasklist
+//   #/incidents[?state=]                   incidents
 //   #/login                                log in with an access token
 
 import { api, setAccessToken, accessToken, setUnauthorizedHandler } from './api.js';
@@ -12,10 +14,12 @@ import { h, clear, errorToast, showError, navigate, closeDialogs } from './ui.js
 import { definitionsView, definitionView } from './definitions.js';
 import { processView } from './processes.js';
 import { processesView, waitingView } from './processlist.js';
+import { tasklistView, incidentsView } from './work.js';
 
 export const session = {
   role: '',          // viewer, operator, admin or open
   name: '',          // the access token's name, when the server tells it
+  groups: [],        // the token's user's groups
   authRequired: false,
   get canAct() { return !!this.role && this.role !== 'viewer'; },
 };
@@ -58,6 +62,8 @@ async function route() {
     else if (parts[0] === 'processes' && parts.length === 1) result = await processesView(el, query, session);
     else if (parts[0] === 'waiting') result = await waitingView(el, query, session);
     else if (parts[0] === 'processes') result = await processView(el, parts[1], session);
+    else if (parts[0] === 'tasks') result = await tasklistView(el, query, session);
+    else if (parts[0] === 'incidents') result = await incidentsView(el, query, session);
     else {
       el.append(h('h1', 'Page not found'), h('p', 'There is no such page in the console. ', h('a', { href: '#/definitions' }, 'Go to the definitions.')));
     }
@@ -101,6 +107,7 @@ async function loadSession() {
 function setSession(me) {
   session.role = (me && me.role) || 'open';
   session.name = (me && me.name) || '';
+  session.groups = (me && me.groups) || [];
   session.authRequired = !!(me && me.authRequired);
   renderWho();
 }

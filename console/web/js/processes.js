@@ -3,7 +3,9 @@
 // and the token actions (complete, backtrack, cancel).
 
 import { isSchemaDefinition, schemaPanel } from './schema.js';
+import { isBPMNDefinition, bpmnPanel } from './bpmn.js';
 import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
+import { recordPanel } from './work.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -125,6 +127,17 @@ export async function processView(el, id, session) {
   const envHeading = h('h2#h-env', 'Process environment');
 
   const schema = isSchemaDefinition(def) ? schemaPanel(id) : null;
+  // A BPMN process is drawn from its file's diagram, with the live overlay;
+  // a click on an element selects its token as a click on the graph does.
+  const bpmn = isBPMNDefinition(def) ? bpmnPanel(def, id, session, {
+    onSelect: (name) => {
+      const ts = state.tokens.nodeTokens.filter((t) => t.node === name && !t.external);
+      const pick = ts.find((t) => !t.complete) || ts[ts.length - 1];
+      if (pick) selectToken(pick.id, true);
+      else { state.selected = ''; renderSelected(); tokenDetail.prepend(h('p.muted', `No token has reached ${name}.`)); }
+    },
+    onChange: () => refresh(),
+  }) : null;
   el.append(head, attention, relations, h('div.split',
     h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, net ? netLegend(true) : legend(true, def)),
     h('aside.panel.side',
@@ -139,9 +152,16 @@ export async function processView(el, id, session) {
     el.insertBefore(schema.el, el.children[4] || null);
     schema.refresh();
   }
+  if (bpmn) {
+    el.insertBefore(bpmn.el, el.children[3] || null);
+    bpmn.refresh(state.tokens);
+  }
   if (net) {
     net.refresh().then((m) => { if (m) graph.ready.then(() => graph.setMarking(m)).catch(() => {}); });
   }
+  const record = recordPanel(id);
+  el.append(record.el);
+  record.refresh();
 
   // ---- rendering
   const tokenById = () => new Map(state.tokens.nodeTokens.map((t) => [t.id, t]));
@@ -249,7 +269,7 @@ export async function processView(el, id, session) {
           h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
-          session.canAct && executing() && !running.length && !schema && !net
+          session.canAct && executing() && !running.length && !schema && !bpmn && !net
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) },
               delayed ? 'Complete now…' : 'Complete…')
             : null));
@@ -289,7 +309,7 @@ export async function processView(el, id, session) {
   function renderHistory() {
     const rows = state.tokens.nodeTokens.map((t) => {
       const st = shownState(t);
-      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema && !net;
+      const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema && !bpmn && !net;
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
         h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
         h('td', h('span', { class: `badge tok-${st}` }, st)),
@@ -298,7 +318,7 @@ export async function processView(el, id, session) {
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t) && !schema && !net
+          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t) && !schema && !bpmn && !net
             ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) },
               st === 'delayed' ? 'Complete now…' : 'Complete…') : null,
           canBacktrack
@@ -421,9 +441,11 @@ export async function processView(el, id, session) {
       const [p, tk] = await Promise.all([api.process(id), api.tokens(id)]);
       if (schema) schema.refresh();
       if (net) { const m = await net.refresh(); if (m && !state.destroyed) graph.setMarking(m); }
+      record.refresh();
       if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);
+      if (bpmn) bpmn.refresh(state.tokens);
       await loadRelations();
       renderAll();
       if (TERMINAL.has(p.state) && state.stream) {
@@ -563,6 +585,7 @@ export async function processView(el, id, session) {
     clearTimeout(refreshTimer);
     if (state.stream) state.stream.stop();
     graph.destroy();
+    if (bpmn) bpmn.destroy();
   };
 }
 
