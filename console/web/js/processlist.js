@@ -96,6 +96,18 @@ async function filterForm(base, f, { states }) {
     order: order.value,
     parentToken: f.parentToken,
   });
+  // On a narrow screen the less used filters fold away (open when one is set).
+  const extras = [
+    h('div.filter', h('label', { for: 'f-node' }, 'Waiting at'), node, nodes),
+    h('div.filter', h('label', { for: 'f-context' }, 'Context'), ctx),
+    h('div.filter', h('label', { for: 'f-from' }, 'Created from'), from),
+    h('div.filter', h('label', { for: 'f-to' }, 'to'), to),
+    h('div.filter.check', stalled, h('label', { for: 'f-stalled' }, 'stalled only')),
+    h('div.filter', h('label', { for: 'f-order' }, 'Order'), order),
+  ];
+  const anyExtra = !!(f.node || f.context.length || f.createdAfter || f.createdBefore || f.stalled || f.order);
+  const narrow = window.matchMedia && window.matchMedia('(max-width: 700px)').matches;
+  const more = narrow ? h('details.more-filters', { open: anyExtra }, h('summary', 'More filters'), h('div.filters-inner', extras)) : extras;
   const form = h('form.filters', {
     'aria-label': 'Filters',
     onsubmit: (e) => { e.preventDefault(); trail = { key: '', cursors: [] }; navigate(routeOf(base, read())); },
@@ -103,12 +115,7 @@ async function filterForm(base, f, { states }) {
   h('div.filter', h('label', { for: 'f-q' }, 'Search'), search),
   h('div.filter', h('label', { for: 'f-definition' }, 'Definition'), defSelect),
   stateSelect ? h('div.filter', h('label', { for: 'f-state' }, 'State'), stateSelect) : null,
-  h('div.filter', h('label', { for: 'f-node' }, 'Waiting at'), node, nodes),
-  h('div.filter', h('label', { for: 'f-context' }, 'Context'), ctx),
-  h('div.filter', h('label', { for: 'f-from' }, 'Created from'), from),
-  h('div.filter', h('label', { for: 'f-to' }, 'to'), to),
-  h('div.filter.check', stalled, h('label', { for: 'f-stalled' }, 'stalled only')),
-  h('div.filter', h('label', { for: 'f-order' }, 'Order'), order),
+  more,
   f.parentToken ? h('span.chip', `nested under token ${shortId(f.parentToken)} `,
     h('a', { href: routeOf(base, { ...f, parentToken: '' }), 'aria-label': 'Remove the parent token filter' }, '×')) : null,
   h('div.filter-buttons',
