@@ -237,8 +237,6 @@ func (r *jsonReader) fail(off int, format string, args ...any) error {
 	return &posError{pos: posAt(r.src, off), msg: fmt.Sprintf(format, args...)}
 }
 
-
-
 // skipSpace returns the offset of the first non-blank byte at or after off.
 func (r *jsonReader) skipSpace(off int) int {
 	for off < len(r.src) {
