@@ -148,13 +148,6 @@ func loadOffline(ctx context.Context, e *veena.Engine, files []string) (map[stri
 // warningsOf are what a definition that loads may still do wrong.
 func warningsOf(d *veena.Definition) []string {
 	var out []string
-	for _, w := range d.Warnings {
-		if w.Line > 0 {
-			out = append(out, fmt.Sprintf("%d:%d: %s", w.Line, w.Column, w.Message))
-		} else {
-			out = append(out, w.Message)
-		}
-	}
 	start := false
 	for _, n := range d.Nodes {
 		start = start || n.Start && n.External == ""
@@ -331,7 +324,7 @@ process to get stuck.`,
 					}
 				}
 			}
-			if analyseIt && bad == 0 {
+			if analyseIt {
 				stuck := 0
 				for _, f := range files {
 					d := loaded[f]
