@@ -104,7 +104,8 @@ type Engine struct {
 	pool    workPool
 
 	jobMu   sync.Mutex
-	jobWait map[string]chan struct{} // job type -> closed when jobs may be available
+	jobWait map[string][]*jobWaiter // activations waiting, by job type, in line
+	rows    rowCache                // work rows last read or written (work.go)
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
@@ -573,7 +574,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	var early *plan
 	if root != "" {
 		if t := e.cache.take(root); t != nil {
-			early = e.run(t, fn, e.store, ctx)
+			early = e.run(t, fn, cachedRows{&e.rows, e.store}, ctx)
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
@@ -702,6 +703,7 @@ func (e *Engine) committed(p *plan) {
 			e.cache.put(p.tree.root.ID, p.tree)
 		}
 		e.publish(p.events)
+		e.rows.remember(p.cmd)
 		e.wakeJobs(p.cmd.wake)
 		e.afterCommit(p)
 	}
