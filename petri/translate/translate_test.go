@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/veena-wf/veena/format/bpmn"
+	schemaformat "github.com/veena-wf/veena/format/schema"
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/petri/analysis"
@@ -211,4 +212,24 @@ func TestBPMNCorpus(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d BPMN processes sound", sound, analysed)
+}
+
+// TestSchema: a schema's chat-bot, whose cycles all pass an event or a
+// timer node, is a sound workflow through its translation.
+func TestSchema(t *testing.T) {
+	src, err := os.ReadFile("../../format/schema/testdata/valid/order-status-bot.yaml")
+	if err != nil {
+		t.Skip(err)
+	}
+	gs, err := schemaformat.Load("order-status-bot.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := translate.Analyze(gs[0], analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete || rep.Sound == nil || !*rep.Sound || len(rep.StuckJoins) != 0 {
+		t.Errorf("complete %v sound %s stuck %v dead %v", rep.Complete, show(rep.Sound), rep.StuckJoins, rep.DeadTransitions)
+	}
 }
