@@ -252,3 +252,9 @@ func (e *Engine) SetContext(p *Process, c map[string]string) {
 	p.Context = c
 	p.Dirty = true
 }
+
+// SaveProcess tells the running command that a node type is about to
+// change fields of p directly (its Ext, say): the command's undo journal
+// keeps p as it is, so that a failed command restores it. Formats that
+// change their Extension in place give p a fresh copy after saving.
+func (e *Engine) SaveProcess(p *Process) { e.mutP(p) }

@@ -582,3 +582,61 @@ func TestVariableLocks(t *testing.T) {
 		t.Fatalf("after both: %s", got)
 	}
 }
+
+// The seed's superposition: two nets drawn apart share the place
+// "Failed" and hand work over through "start" and "done"; loaded as one
+// bundle they are one net. The requester holds a token of its own next to
+// the shared place (a guarded shared place), so the worker's tokens do not
+// spill into it.
+func TestSuperposedBundle(t *testing.T) {
+	src := `<pnml xmlns="http://www.pnml.org/version-2009/grammar/pnml">
+	<net id="requester"><page id="r">
+	  <place id="r1"><name><text>ready</text></name><initialMarking><text>2</text></initialMarking></place>
+	  <place id="r2"><name><text>start</text></name></place>
+	  <place id="r3"><name><text>done</text></name></place>
+	  <place id="r4"><name><text>Failed</text></name></place>
+	  <place id="r5"><name><text>waiting</text></name></place>
+	  <place id="r6"><name><text>finished</text></name></place>
+	  <transition id="rt1"><name><text>/pass#1()</text></name></transition>
+	  <transition id="rt2"><name><text>collect it</text></name></transition>
+	  <arc id="ra1" source="r1" target="rt1"/><arc id="ra2" source="rt1" target="r2"/><arc id="ra3" source="rt1" target="r5"/>
+	  <arc id="ra4" source="r3" target="rt2"/><arc id="ra5" source="r5" target="rt2"/><arc id="ra6" source="rt2" target="r6"/>
+	</page></net>
+	<net id="worker"><page id="w">
+	  <place id="w1"><name><text>start</text></name></place>
+	  <place id="w2"><name><text>work(job)</text></name></place>
+	  <place id="w3"><name><text>done</text></name></place>
+	  <place id="w4"><name><text>Failed</text></name></place>
+	  <transition id="wt1"/><transition id="wt2"/><transition id="wt3"/>
+	  <arc id="wa1" source="w1" target="wt1"/><arc id="wa2" source="wt1" target="w2"/>
+	  <arc id="wa3" source="w2" target="wt2"><name><text>ok</text></name></arc><arc id="wa4" source="wt2" target="w3"/>
+	  <arc id="wa5" source="w2" target="wt3"><name><text>error</text></name></arc><arc id="wa6" source="wt3" target="w4"/>
+	</page></net></pnml>`
+	g, err := pnml.Load("bundle.pnml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &petri.Machine{Net: petri.Compiled(g)}
+	if len(m.Net.Places) != 7 {
+		t.Fatalf("%d places, want 7 (start, done and Failed shared)", len(m.Net.Places))
+	}
+	s := m.Net.NewState()
+	if err := m.Begin(s, nil, t0, "p").Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := marking(m, s); got != "r5=2 w2=2" || len(s.Activities) != 2 {
+		t.Fatalf("after start: %s, %d activities", got, len(s.Activities))
+	}
+	if err := m.Begin(s, nil, t0, "p").Deliver(s.Activities[0].ID, "ok", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := marking(m, s); got != "r5=1 r6=1 w2=1" {
+		t.Errorf("after the first job: %s, want r5=1 r6=1 w2=1 (done collected)", got)
+	}
+	if err := m.Begin(s, nil, t0, "p").Deliver(s.Activities[0].ID, "error", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := marking(m, s); got != "r4=1 r5=1 r6=1" {
+		t.Errorf("after the failed job: %s, want the shared Failed marked", got)
+	}
+}

@@ -95,6 +95,7 @@ type Place struct {
 	Generated bool
 	Node      *graph.Node
 	In, Out   []int // transitions that give to it and take from it, in order
+	Inhibits  []int // transitions it inhibits, in order
 }
 
 // Transition is a transition of a net with its arcs, each list ordered by
@@ -263,6 +264,9 @@ func FromGraph(g *graph.Graph) (*Net, error) {
 			if !slices.Contains(n.Places[a.Place].In, t.Index) {
 				n.Places[a.Place].In = append(n.Places[a.Place].In, t.Index)
 			}
+		}
+		for _, a := range t.Inhibit {
+			n.Places[a.Place].Inhibits = append(n.Places[a.Place].Inhibits, t.Index)
 		}
 	}
 	if err := errs.OrNil(); err != nil {

@@ -455,9 +455,10 @@ func (st *Step) settle() error {
 	if !n.Driven {
 		return nil
 	}
-	for {
+	for from := 0; ; {
 		progressed := false
-		for t, tr := range n.Transitions {
+		for t := from; t < len(n.Transitions); t++ {
+			tr := n.Transitions[t]
 			if tr.Event != nil || st.failed[t] || !st.Enabled(t) {
 				continue
 			}
@@ -476,13 +477,43 @@ func (st *Step) settle() error {
 				if len(st.Fired) > st.m.budget() {
 					return fmt.Errorf("%w: %d transitions fired in one step (the net may fire for ever)", ErrBudget, len(st.Fired))
 				}
-				break // document order again from the first transition
+				// Document order again, from the first transition the
+				// firing may have enabled.
+				from = n.affected(t)
+				break
 			}
 		}
 		if !progressed {
 			return nil
 		}
 	}
+}
+
+// affected returns the first transition (in document order) whose
+// enabledness firing t may have changed: t itself, those taking from the
+// places it gave to, those inhibited by (or, with capacities, giving to)
+// the places it took from. The transitions before it that were not
+// enabled are still not.
+func (n *Net) affected(t int) int {
+	tr := n.Transitions[t]
+	first := t
+	for _, a := range tr.Out {
+		for _, u := range n.Places[a.Place].Out {
+			first = min(first, u)
+		}
+	}
+	for _, a := range tr.In {
+		p := n.Places[a.Place]
+		for _, u := range p.Inhibits {
+			first = min(first, u)
+		}
+		if p.Capacity > 0 {
+			for _, u := range p.In {
+				first = min(first, u)
+			}
+		}
+	}
+	return first
 }
 
 // try fires an enabled transition, calling its action first: Success

@@ -45,6 +45,9 @@ type Instance struct {
 	Nodes   []NodeInstance    `json:"items"`
 	Queue   []*kernel.Message `json:"queue"`
 	Dropped int               `json:"dropped"`
+	// Trimmed counts the oldest finished visits no longer kept (an
+	// instance keeps its last 500 in detail).
+	Trimmed int `json:"trimmed,omitempty"`
 }
 
 // ErrNotSchema: the process is not a schema instance.
@@ -67,7 +70,7 @@ func (r *Runtime) Nodes(ctx context.Context, id string) (*Instance, error) {
 		if err != nil {
 			return err
 		}
-		out = &Instance{Nodes: make([]NodeInstance, 0, len(st.Nodes)), Queue: st.Queue, Dropped: st.Dropped}
+		out = &Instance{Nodes: make([]NodeInstance, 0, len(st.Nodes)), Queue: st.Queue, Dropped: st.Dropped, Trimmed: st.Trimmed}
 		if out.Queue == nil {
 			out.Queue = []*kernel.Message{}
 		}
@@ -78,11 +81,24 @@ func (r *Runtime) Nodes(ctx context.Context, id string) (*Instance, error) {
 			if p.State.IsCanceled() && (n.State == NodeWaiting || n.State == NodeRunning) {
 				x.State = NodeCanceled
 			}
+			// A job action whose job failed for good: the work layer opened
+			// an incident on the token; the visit waits for it.
+			jobFailed := false
+			if n.State == NodeRunning && n.Token < len(p.NodeTokens) && p.NodeTokens[n.Token].Holds(kernel.HoldsIncident) {
+				x.State = NodeFailed
+				jobFailed = true
+				if x.Error == "" {
+					x.Error = "its job failed: an incident is open"
+				}
+			}
 			for i, a := range n.Actions {
 				x.Actions[i] = ActionInstance{Name: a.Name, Do: a.Do, State: a.State, Attempts: a.Attempts,
 					StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, Due: a.Due, Result: a.Result, Error: a.Error}
 				if x.State == NodeCanceled && a.State != ActionCompleted && a.State != ActionFailed {
 					x.Actions[i].State = ActionCanceled
+				}
+				if jobFailed && a.State == ActionRunning {
+					x.Actions[i].State = ActionFailed
 				}
 			}
 			out.Nodes = append(out.Nodes, x)

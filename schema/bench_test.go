@@ -16,14 +16,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	veena "github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/internal/pgtest"
 	"github.com/veena-wf/veena/kernel"
 	"github.com/veena-wf/veena/schema"
+	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/pgstore"
 	"github.com/veena-wf/veena/store/sqlitestore"
 )
 
 // Benchmarks of the schema runtime on an SQLite file (synchronous FULL,
-// group commit as veena serve has it):
+// group commit as veena serve has it), or on PostgreSQL with
+// VEENA_SCHEMA_BENCH_DB=postgres:
 //
 //	go test ./schema -run '^$' -bench . -benchtime 20000x
 //
@@ -86,14 +92,19 @@ nodes:
 `
 
 type benchEngine struct {
-	e    *veena.Engine
-	rt   *schema.Runtime
-	path string
-	done *atomic.Int64 // actions completed
+	e      *veena.Engine
+	rt     *schema.Runtime
+	path   string        // the SQLite file
+	schema string        // the PostgreSQL schema, with VEENA_SCHEMA_BENCH_DB=postgres
+	done   *atomic.Int64 // actions completed
 }
 
+// benchOnPostgres: VEENA_SCHEMA_BENCH_DB=postgres runs the benchmarks on
+// PostgreSQL (VEENA_TEST_POSTGRES) instead of SQLite.
+func benchOnPostgres() bool { return os.Getenv("VEENA_SCHEMA_BENCH_DB") == "postgres" }
+
 func openBenchGroup(b *testing.B, group int, defs ...string) *benchEngine {
-	be := openBenchIn(b, b.TempDir(), group, defs...)
+	be := openBenchIn(b, b.TempDir(), group, false, defs...)
 	b.Cleanup(func() { be.e.Close() })
 	return be
 }
@@ -105,16 +116,40 @@ func openBenchKept(b *testing.B, defs ...string) *benchEngine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return openBenchIn(b, dir, 64, defs...)
+	return openBenchIn(b, dir, 64, true, defs...)
 }
 
-func openBenchIn(b *testing.B, dir string, group int, defs ...string) *benchEngine {
+func openBenchIn(b *testing.B, dir string, group int, keep bool, defs ...string) *benchEngine {
 	b.Helper()
 	ctx := context.Background()
 	path := filepath.Join(dir, "bench.db")
-	st, err := sqlitestore.Open(path, sqlitestore.Options{MaxBatch: group})
-	if err != nil {
-		b.Fatal(err)
+	var st store.Store
+	var pgSchema string
+	if benchOnPostgres() {
+		pgSchema = "veena_schemabench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		pool, err := pgxpool.New(ctx, pgtest.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgSchema); err != nil {
+			b.Fatal(err)
+		}
+		pool.Close()
+		if !keep {
+			b.Cleanup(func() { pgtest.Drop(pgSchema) })
+		}
+		grp := 0
+		if group > 1 {
+			grp = group
+		}
+		if st, err = pgstore.Open(ctx, pgtest.URL(), pgstore.Options{Schema: pgSchema, GroupCommit: grp, MaxConns: 24}); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		var err error
+		if st, err = sqlitestore.Open(path, sqlitestore.Options{MaxBatch: group}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	rt := schema.New()
 	done := &atomic.Int64{}
@@ -134,7 +169,7 @@ func openBenchIn(b *testing.B, dir string, group int, defs ...string) *benchEngi
 			b.Fatal(err)
 		}
 	}
-	return &benchEngine{e: e, rt: rt, path: path, done: done}
+	return &benchEngine{e: e, rt: rt, path: path, schema: pgSchema, done: done}
 }
 
 // park puts n instances of bench-chat at their event node: one started by
@@ -149,6 +184,10 @@ func (be *benchEngine) park(b *testing.B, n int) {
 	p, err := be.e.StartProcess(ctx, veena.StartRequest{Definition: "bench-chat", Context: map[string]string{"userId": "u0"}})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if be.schema != "" {
+		be.parkPostgres(b, p.ID, n)
+		return
 	}
 	db, err := sql.Open("sqlite", "file:"+be.path+"?_busy_timeout=60000")
 	if err != nil {
@@ -268,6 +307,20 @@ func BenchmarkRouteEvent(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("VEENA_SCHEMA_PARKED")); err == nil && v > 1000 {
 		counts = append(counts, v)
 	}
+	defer func() {
+		parkedMu.Lock()
+		defer parkedMu.Unlock()
+		for n, be := range parkedEngines {
+			be.e.Close()
+			if be.schema != "" {
+				pgtest.Drop(be.schema)
+			}
+			if be.path != "" {
+				os.RemoveAll(filepath.Dir(be.path))
+			}
+			delete(parkedEngines, n)
+		}
+	}()
 	for _, n := range counts {
 		// Conversations going on among 1,000 users while n instances are
 		// parked: what routing by context costs at that scale.
@@ -345,7 +398,11 @@ func benchActionsRun(b *testing.B, group int) {
 	el := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(instances*10)/el.Seconds(), "actions/s")
-	raw, err := rawCommits(be.path, clients, 2*time.Second)
+	rawFn := func() (float64, error) { return rawCommits(be.path, clients, 2*time.Second) }
+	if be.schema != "" {
+		rawFn = func() (float64, error) { return rawCommitsPostgres(be.schema, clients, 2*time.Second) }
+	}
+	raw, err := rawFn()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -381,6 +438,110 @@ func rawCommits(path string, clients int, d time.Duration) (float64, error) {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				if _, err := db.ExecContext(ctx, `INSERT INTO raw (client, payload) VALUES (?, ?)`, c, "x"); err != nil {
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / time.Since(t).Seconds(), nil
+}
+
+// parkPostgres copies the started instance n-1 times with SQL, as park
+// does on SQLite.
+func (be *benchEngine) parkPostgres(b *testing.B, from string, n int) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = be.schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	cols := func(table string) []string {
+		rows, err := pool.Query(ctx, `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, be.schema, table)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var c string
+			rows.Scan(&c)
+			out = append(out, c)
+		}
+		return out
+	}
+	subst := func(table string, repl map[string]string) (string, string) {
+		var names, exprs []string
+		for _, c := range cols(table) {
+			names = append(names, c)
+			if r, ok := repl[c]; ok {
+				exprs = append(exprs, r)
+			} else {
+				exprs = append(exprs, c)
+			}
+		}
+		return strings.Join(names, ", "), strings.Join(exprs, ", ")
+	}
+	id := `'parked-' || g`
+	routing := `'[["userId","u' || g || '"]]'`
+	const chunk = 100000
+	for lo := 1; lo < n; lo += chunk {
+		hi := min(n-1, lo+chunk-1)
+		n1, e1 := subst("processes", map[string]string{"id": id, "root_id": id,
+			"context": `json_build_object('@schema:bench-chat', ` + routing + `, 'userId', 'u' || g)::text`})
+		n2, e2 := subst("events", map[string]string{"process_id": id})
+		n3, e3 := subst("waits", map[string]string{"process_id": id})
+		n4, e4 := subst("contexts", map[string]string{"process_id": id,
+			"value": `CASE key WHEN 'userId' THEN 'u' || g ELSE ` + routing + ` END`})
+		for _, q := range []string{
+			`INSERT INTO processes (` + n1 + `) SELECT ` + e1 + ` FROM processes, generate_series($2::int, $3::int) AS g WHERE id = $1`,
+			`INSERT INTO events (` + n2 + `) SELECT ` + e2 + ` FROM events, generate_series($2::int, $3::int) AS g WHERE process_id = $1`,
+			`INSERT INTO waits (` + n3 + `) SELECT ` + e3 + ` FROM waits, generate_series($2::int, $3::int) AS g WHERE process_id = $1`,
+			`INSERT INTO contexts (` + n4 + `) SELECT ` + e4 + ` FROM contexts, generate_series($2::int, $3::int) AS g WHERE process_id = $1`,
+		} {
+			if _, err := pool.Exec(ctx, q, from, lo, hi); err != nil {
+				b.Fatalf("park: %v\n%s", err, q)
+			}
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rawCommitsPostgres measures one-row committed inserts on the server.
+func rawCommitsPostgres(schema string, clients int, d time.Duration) (float64, error) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL())
+	if err != nil {
+		return 0, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = int32(clients)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_raw (id BIGSERIAL PRIMARY KEY, client INTEGER, payload TEXT)`); err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	t := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if _, err := pool.Exec(ctx, `INSERT INTO bench_raw (client, payload) VALUES ($1, $2)`, c, "x"); err != nil {
 					return
 				}
 				n.Add(1)

@@ -61,7 +61,30 @@ func TestJobsAndIncidents(t *testing.T) {
 	if j.Env["orderId"].Any() != "o-1" || j.Env["weight"].Any() != int64(3) || j.Headers["action"] != "quote" {
 		t.Errorf("job: %+v", j)
 	}
-	if _, err := e.CompleteJob(ctx, j.ID, veena.CompleteJobRequest{Worker: "w1", Env: map[string]any{"price": 12.5, "currency": "EUR"}}); err != nil {
+	// The worker fails it once with no retries left: the action shows
+	// failed, an incident opens; resolving it offers the job again.
+	zero := 0
+	if _, err := e.FailJob(ctx, j.ID, veena.FailJobRequest{Worker: "w1", Retries: &zero, Message: "carrier down"}); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := rt.Nodes(ctx, p.ID)
+	if in.Nodes[0].State != schema.NodeFailed || in.Nodes[0].Actions[0].State != schema.ActionFailed {
+		t.Fatalf("after the job failed: %+v", in.Nodes[0])
+	}
+	jinc, err := e.Incidents(ctx, veena.IncidentFilter{Process: p.ID})
+	if err != nil || len(jinc.Items) != 1 || jinc.Items[0].Kind != "job_failed" {
+		t.Fatalf("job incident: %+v %v", jinc, err)
+	}
+	one := 1
+	if _, err := e.ResolveIncident(ctx, jinc.Items[0].ID, veena.ResolveIncidentRequest{Retries: &one}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err = e.ActivateJobs(ctx, veena.ActivateRequest{Type: "carrier.quote", Worker: "w2", MaxJobs: 1, LockFor: time.Minute})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("activate again: %v %v", jobs, err)
+	}
+	j = jobs[0]
+	if _, err := e.CompleteJob(ctx, j.ID, veena.CompleteJobRequest{Worker: "w2", Env: map[string]any{"price": 12.5, "currency": "EUR"}}); err != nil {
 		t.Fatal(err)
 	}
 	// carrier.book fails: tried, retried after 5 s, then an incident.
@@ -76,7 +99,7 @@ func TestJobsAndIncidents(t *testing.T) {
 	if len(incs.Items) != 1 || incs.Items[0].Kind != "action_failed" {
 		t.Fatalf("incidents: %+v", incs.Items)
 	}
-	in, _ := rt.Nodes(ctx, p.ID)
+	in, _ = rt.Nodes(ctx, p.ID)
 	book := in.Nodes[0].Actions[1]
 	if book.State != schema.ActionFailed || book.Attempts != 2 || book.Error != "carrier refuses" || in.Nodes[0].State != schema.NodeFailed {
 		t.Fatalf("after the retries: %+v / %+v", in.Nodes[0], book)

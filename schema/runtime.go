@@ -70,6 +70,11 @@ type Runtime struct {
 	actions map[string]ActionFunc
 	engine  *veena.Engine
 	routes  routeIndex
+
+	// AcceptUnknownActions makes loading accept actions nobody registered
+	// (they wait for ever if they run): for tools that check schema files
+	// without the program that registers their actions (veena check).
+	AcceptUnknownActions bool
 }
 
 // New returns a runtime with no registered actions.
@@ -129,7 +134,7 @@ func (r *Runtime) nodeType(n *graph.Node) (kernel.NodeType, error) {
 		return nil, fmt.Errorf("node %s has no schema properties (was it loaded from a schema file?)", n.Name)
 	}
 	for _, a := range sn.Actions {
-		if a.Do != "" && !schemaformat.Builtin(a.Do) && r.action(a.Do) == nil {
+		if a.Do != "" && !schemaformat.Builtin(a.Do) && r.action(a.Do) == nil && !r.AcceptUnknownActions {
 			return nil, fmt.Errorf("action %q (line %d): no action %q is registered; register it from Go, or write \"job\": %q for a job done by outside programs", a.ID, a.Pos.Line, a.Do, a.Do)
 		}
 	}
@@ -193,6 +198,9 @@ func (r *Runtime) run(ctx context.Context, req veena.RunRequest) ([]byte, error)
 	b, err := json.Marshal(schemaformat.Normalize(res))
 	if err != nil {
 		return nil, veena.Permanent(fmt.Errorf("action %s returned a result that is not JSON: %w", in.Do, err))
+	}
+	if len(b) > schemaformat.MaxValueSize {
+		return nil, veena.Permanent(fmt.Errorf("action %s returned %d bytes; a result may have at most %d", in.Do, len(b), schemaformat.MaxValueSize))
 	}
 	return b, nil
 }

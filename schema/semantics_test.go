@@ -256,3 +256,38 @@ nodes:
 func veenaMessage(name string, payload any) kernel.Message {
 	return kernel.Message{Name: name, Payload: payload}
 }
+
+// TestLongConversationKeepsRecentVisits: an instance that loops through
+// its event node for a long time keeps its last visits in detail and counts
+// the others, so that a step's cost does not grow with its history.
+func TestLongConversationKeepsRecentVisits(t *testing.T) {
+	ctx := context.Background()
+	h := open(t, nil, newBot())
+	if _, _, err := h.e.LoadDefinition(ctx, "mailbox.yaml", []byte(strings.ReplaceAll(mailbox, "almanac.notes > 99", "almanac.notes > 999")), ""); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for i := range 700 {
+		res, err := h.rt.Send(ctx, schema.Event{Name: "note", Context: map[string]string{"street": "long"}, Payload: map[string]any{"from": "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			id = res.Process.ID
+		}
+	}
+	in, err := h.rt.Nodes(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Nodes) != 500 || in.Trimmed != 201 {
+		t.Fatalf("%d visits kept, %d trimmed; want 500 and 201", len(in.Nodes), in.Trimmed)
+	}
+	if a := h.almanac(id); a["notes"] != int64(700) {
+		t.Errorf("notes = %v", a["notes"])
+	}
+	last := in.Nodes[len(in.Nodes)-1]
+	if last.Node != "more" || last.State != schema.NodeWaiting {
+		t.Errorf("last visit %+v", last)
+	}
+}

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/veena-wf/veena/kernel"
@@ -41,6 +42,9 @@ type instance struct {
 	// Dropped counts events dropped because the queue was full or the
 	// instance had ended.
 	Dropped int `json:"dropped,omitempty"`
+	// Trimmed counts the oldest finished node instances no longer kept
+	// (see maxVisitsKept).
+	Trimmed int `json:"trimmed,omitempty"`
 	// byToken indexes Nodes by node token id.
 	byToken map[int]*nodeInstance
 }
@@ -102,21 +106,75 @@ func stateOf(p *kernel.Process) (*instance, error) {
 	return s, nil
 }
 
-// mustState is stateOf inside a command: a state that cannot be read
-// fails the command.
+// cowKey marks, for one command, a process whose state it already copied.
+type cowKey struct{ p *kernel.Process }
+
+// mustState is stateOf inside a command, for changing the state: the
+// first time in a command, the process is saved in the command's undo
+// journal and given a copy of its state (the visits that may still change
+// copied deeply), so that a command that fails leaves the state it found.
+// A state that cannot be read fails the command.
 func mustState(e *kernel.Engine, p *kernel.Process) *instance {
 	s, err := stateOf(p)
 	if err != nil {
 		e.Fail(err)
 	}
-	return s
+	if e.Value(cowKey{p}) != nil {
+		return s
+	}
+	e.SaveProcess(p)
+	c := s.clone()
+	p.Ext = c
+	e.SetValue(cowKey{p}, true)
+	return c
+}
+
+// clone copies the state; finished visits are shared (nothing changes
+// them again).
+func (s *instance) clone() *instance {
+	c := &instance{Queue: slices.Clone(s.Queue), Start: s.Start, Dropped: s.Dropped, Trimmed: s.Trimmed,
+		Nodes: make([]*nodeInstance, len(s.Nodes)), byToken: make(map[int]*nodeInstance, len(s.Nodes))}
+	for i, n := range s.Nodes {
+		if n.State != NodeCompleted {
+			x := *n
+			x.Actions = make([]*actionInst, len(n.Actions))
+			for j, a := range n.Actions {
+				y := *a
+				x.Actions[j] = &y
+			}
+			x.Children = slices.Clone(n.Children)
+			n = &x
+		}
+		c.Nodes[i] = n
+		c.byToken[n.Token] = n
+	}
+	return c
 }
 
 func (s *instance) node(token int) *nodeInstance { return s.byToken[token] }
 
+// maxVisitsKept bounds the node instances an instance keeps: a
+// conversation that loops for months would otherwise carry (and rewrite
+// at every step) its whole history. The oldest finished visits go first;
+// the token history keeps every visit.
+const maxVisitsKept = 500
+
 func (s *instance) add(n *nodeInstance) {
 	s.Nodes = append(s.Nodes, n)
 	s.byToken[n.Token] = n
+	if len(s.Nodes) > maxVisitsKept {
+		drop := len(s.Nodes) - maxVisitsKept
+		kept := s.Nodes[:0:0]
+		for i, x := range s.Nodes {
+			if i < drop && (x.State == NodeCompleted) {
+				delete(s.byToken, x.Token)
+				s.Trimmed++
+				continue
+			}
+			kept = append(kept, x)
+		}
+		s.Nodes = kept
+	}
 }
 
 func timePtr(t time.Time) *time.Time { return &t }

@@ -37,6 +37,9 @@ func printAnalysis(w io.Writer, file, name, format string, rep *veena.Analysis) 
 		fmt.Fprintf(w, "  incomplete: %s\n", rep.Reason)
 	case rep.States != nil:
 		fmt.Fprintf(w, "  state space: %s states, %s edges (%v)\n", thousands(*rep.States), thousands(*rep.Edges), rep.Elapsed.Round(time.Millisecond))
+		if rep.Reason != "" {
+			fmt.Fprintf(w, "  %s\n", rep.Reason)
+		}
 	default:
 		fmt.Fprintf(w, "  %s\n", rep.Reason)
 	}

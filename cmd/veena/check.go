@@ -18,6 +18,7 @@ import (
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
 	"github.com/veena-wf/veena/petri/analysis"
+	"github.com/veena-wf/veena/schema"
 	"github.com/veena-wf/veena/store/memstore"
 )
 
@@ -121,7 +122,15 @@ func loadEach[T any](files []string, load func(file string) (T, error)) (map[str
 func offline(ctx context.Context, scripts io.Writer) (*veena.Engine, error) {
 	k := kernel.New()
 	k.ScriptOutput = scripts
-	return veena.Open(ctx, veena.Options{Store: memstore.New(), Kernel: k})
+	// Schemas check without the program that registers their actions.
+	rt := schema.New()
+	rt.AcceptUnknownActions = true
+	rt.Register(k)
+	e, err := veena.Open(ctx, veena.Options{Store: memstore.New(), Kernel: k})
+	if err == nil {
+		rt.Attach(e)
+	}
+	return e, err
 }
 
 // loadOffline loads files into an offline engine.
@@ -139,13 +148,6 @@ func loadOffline(ctx context.Context, e *veena.Engine, files []string) (map[stri
 // warningsOf are what a definition that loads may still do wrong.
 func warningsOf(d *veena.Definition) []string {
 	var out []string
-	for _, w := range d.Warnings {
-		if w.Line > 0 {
-			out = append(out, fmt.Sprintf("%d:%d: %s", w.Line, w.Column, w.Message))
-		} else {
-			out = append(out, w.Message)
-		}
-	}
 	start := false
 	for _, n := range d.Nodes {
 		start = start || n.Start && n.External == ""
@@ -322,7 +324,7 @@ process to get stuck.`,
 					}
 				}
 			}
-			if analyseIt && bad == 0 {
+			if analyseIt {
 				stuck := 0
 				for _, f := range files {
 					d := loaded[f]

@@ -54,6 +54,12 @@ nodes:
 		code := run(ctx, append(args, "--url", ts.URL), strings.NewReader(""), &out, &errb)
 		return out.String(), errb.String(), code
 	}
+	// veena check validates a schema file without its actions' program.
+	var out0, err0 bytes.Buffer
+	if code := run(ctx, []string{"check", file, "../../format/schema/testdata/invalid/cycle-without-wait.yaml"}, strings.NewReader(""), &out0, &err0); code != 1 ||
+		!strings.Contains(out0.String(), "guestbook.yaml: ok") || !strings.Contains(out0.String()+err0.String(), "cycle-without-wait.yaml:15:12: ") {
+		t.Errorf("veena check: %d\n%s\n%s", code, out0.String(), err0.String())
+	}
 	if out, errOut, code := veenaCmd("definitions", "load", file); code != 0 {
 		t.Fatalf("load: %d %s %s", code, out, errOut)
 	}

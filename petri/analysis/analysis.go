@@ -47,7 +47,8 @@ type Options struct {
 	DeadStranded bool
 	// Final, if set, is a marking the net should be able to reach from
 	// every reachable marking (Result.Completes): for a translated process
-	// graph, the empty marking of a finished process.
+	// graph, the empty marking of a finished process. A count of -1 leaves
+	// a place out of the comparison.
 	Final petri.Marking
 }
 
@@ -196,6 +197,7 @@ func toInt32(m petri.Marking) []int32 {
 
 // finish fills r from a complete exploration.
 func (g *explorer) finish(r *Result, m0 petri.Marking, opts Options) {
+	g.foldNarrow()
 	n := g.net
 	states := int64(g.states())
 	r.States, r.Edges = &states, ptr(g.edges)
@@ -231,17 +233,44 @@ func (g *explorer) finish(r *Result, m0 petri.Marking, opts Options) {
 		}
 	}
 	if g.final != nil {
-		id := -1
-		if packed := g.pack(toInt32(g.final)); packed != nil {
-			id = g.find(packed)
-		}
-		r.Completes = ptr(id >= 0 && s.bottoms == 1 && s.bottom[s.comp[id]])
+		r.Completes = ptr(g.completes(s))
 	}
+}
+
+// completes reports whether from every reachable marking one matching
+// g.final (a count per place, -1: any) is reachable: every marking reaches
+// a bottom component, and inside one every marking reaches every other,
+// so it holds iff every bottom component holds a matching marking.
+func (g *explorer) completes(s *sccs) bool {
+	has := make([]bool, s.count)
+	m := make([]int32, g.places)
+	for id := 0; id < g.states(); id++ {
+		c := s.comp[id]
+		if !s.bottom[c] || has[c] {
+			continue
+		}
+		g.unpack(id, m)
+		match := true
+		for p, want := range g.final {
+			if want >= 0 && int(m[p]) != want {
+				match = false
+				break
+			}
+		}
+		has[c] = match
+	}
+	for c, b := range s.bottom {
+		if b && !has[c] {
+			return false
+		}
+	}
+	return true
 }
 
 // partial fills r from an exploration that hit the state limit: only what
 // is already certain.
 func (g *explorer) partial(r *Result) {
+	g.foldNarrow()
 	n := g.net
 	if g.deadSeen > 0 {
 		r.DeadlockFree = ptr(false)

@@ -30,18 +30,20 @@ func BenchmarkExplore(b *testing.B) {
 			noGraph bool
 		}{{"set", true}, {"graph", false}} {
 			b.Run(name+"/"+mode.name, func(b *testing.B) {
-				var states int64
+				var states, edges int64
 				var bps float64
 				cpu0, t0 := cpustat.Self(), time.Now()
 				for b.Loop() {
 					r := analysis.Analyze(n, analysis.Options{MaxStates: 5_000_000, NoGraph: mode.noGraph})
 					states += *r.States
+					edges += *r.Edges
 					bps = r.BytesPerState
 				}
 				wall, cpu := time.Since(t0).Seconds(), (cpustat.Self() - cpu0).Seconds()
 				b.ReportMetric(float64(states)/wall, "states/s")
 				if cpu > 0 {
 					b.ReportMetric(float64(states)/cpu, "states/cpu-s")
+					b.ReportMetric(float64(edges)/cpu, "firings/cpu-s")
 				}
 				b.ReportMetric(bps, "bytes/state")
 			})

@@ -94,6 +94,20 @@ type explorer struct {
 
 	cur  []int32
 	next []uint64
+
+	// guarded[p] are the transitions whose guard place is p: an input
+	// place they cannot fire without (the one least marked at the start);
+	// sources have no input place. cand collects a state's candidates.
+	guarded [][]int32
+	sources []int32
+	cand    []int32
+
+	narrow   []uint64 // by word: the bits of one-bit fields
+	bitPlace []int32  // by bit: the place of a one-bit field
+	wide     []int32  // the places of wider fields
+	andAcc   []uint64 // AND of every state decoded since the layout
+	marked   []int32  // one-bit places decode set in cur
+	decoded  bool     // a state was decoded since the layout
 }
 
 func newExplorer(n *petri.Net, maxStates int, keepEdges bool) *explorer {
@@ -151,11 +165,26 @@ func newExplorer(n *petri.Net, maxStates int, keepEdges bool) *explorer {
 	}
 	e.fired = make([]bool, len(n.Transitions))
 	e.cur = make([]int32, e.places)
+	e.guarded = make([][]int32, e.places)
+	for t, pt := range e.trans {
+		if len(pt.pre) == 0 {
+			e.sources = append(e.sources, int32(t))
+			continue
+		}
+		g := pt.pre[0].Place
+		for _, a := range pt.pre[1:] {
+			if n.Places[a.Place].Initial < n.Places[g].Initial {
+				g = a.Place
+			}
+		}
+		e.guarded[g] = append(e.guarded[g], int32(t))
+	}
 	return e
 }
 
 // layout places the fields in words for the current widths.
 func (e *explorer) layout() {
+	e.foldNarrow()
 	e.fields = make([]field, e.places)
 	word, used := 0, 0
 	for i, w := range e.width {
@@ -170,6 +199,23 @@ func (e *explorer) layout() {
 	if e.places == 0 {
 		e.stride = 1
 	}
+	// One-bit fields (places that never held two tokens so far) are read
+	// by their set bits only; the others field by field.
+	e.narrow = make([]uint64, e.stride)
+	e.andAcc = make([]uint64, e.stride)
+	e.bitPlace = make([]int32, e.stride*64)
+	e.wide = e.wide[:0]
+	for i := range e.andAcc {
+		e.andAcc[i] = ^uint64(0)
+	}
+	for i, f := range e.fields {
+		if f.mask == 1 {
+			e.narrow[f.word] |= 1 << f.shift
+			e.bitPlace[int(f.word)*64+int(f.shift)] = int32(i)
+		} else {
+			e.wide = append(e.wide, int32(i))
+		}
+	}
 	e.next = make([]uint64, e.stride)
 }
 
@@ -179,11 +225,68 @@ func (e *explorer) marking(id int) []uint64 {
 	return e.arena[id*e.stride : (id+1)*e.stride]
 }
 
-// decode unpacks state id into e.cur.
+// decode unpacks state id into e.cur and records its token counts: the
+// set bits of one-bit fields (e.marked lists them, to be cleared after),
+// the wide fields one by one; it returns the state's marked places'
+// guarded transitions as candidates in e.cand.
 func (e *explorer) decode(id int) {
+	for _, p := range e.marked {
+		e.cur[p] = 0
+	}
+	e.marked = e.marked[:0]
+	e.cand = append(e.cand[:0], e.sources...)
 	m := e.marking(id)
+	e.decoded = true
+	var total int64
+	for w, word := range m {
+		e.andAcc[w] &= word
+		bits := word & e.narrow[w]
+		total += int64(popcount(bits))
+		for bits != 0 {
+			b := trailingZeros(bits)
+			bits &= bits - 1
+			p := e.bitPlace[w*64+b]
+			e.cur[p] = 1
+			e.marked = append(e.marked, p)
+			e.cand = append(e.cand, e.guarded[p]...)
+		}
+	}
+	for _, p := range e.wide {
+		f := e.fields[p]
+		v := int32(m[f.word] >> f.shift & f.mask)
+		e.cur[p] = v
+		total += int64(v)
+		if v > e.most[p] {
+			e.most[p] = v
+		}
+		if e.fewest[p] < 0 || v < e.fewest[p] {
+			e.fewest[p] = v
+		}
+		if v > 0 {
+			e.cand = append(e.cand, e.guarded[p]...)
+		}
+	}
+	if total > e.mostTotal {
+		e.mostTotal = total
+	}
+}
+
+// foldNarrow folds what the one-bit fields' accumulator says (a place
+// empty in some state) into fewest, before the layout changes and at the
+// end. most of a one-bit place is kept by successor and the first state.
+func (e *explorer) foldNarrow() {
+	if !e.decoded {
+		return
+	}
+	e.decoded = false
 	for i, f := range e.fields {
-		e.cur[i] = int32(m[f.word] >> f.shift & f.mask)
+		if f.mask != 1 || int(f.word) >= len(e.andAcc) {
+			continue
+		}
+		v := int32(e.andAcc[f.word] >> f.shift & 1)
+		if e.fewest[i] < 0 || v < e.fewest[i] {
+			e.fewest[i] = v
+		}
 	}
 }
 
@@ -346,6 +449,9 @@ func (e *explorer) explore(m0 []int32) error {
 	e.layout()
 	start := make([]uint64, e.stride)
 	e.encodeInto(start, m0)
+	for i, v := range m0 {
+		e.most[i] = max(e.most[i], v)
+	}
 	e.insert(start)
 	e.parent = append(e.parent, 0)
 	e.parentBy = append(e.parentBy, ^uint32(0))
@@ -353,11 +459,14 @@ func (e *explorer) explore(m0 []int32) error {
 		e.edgeAt = append(e.edgeAt, 0)
 	}
 	for id := 0; id < e.states(); id++ {
+		// Only a transition whose guard place is marked can be enabled:
+		// decode gives the candidates, those of the marked places and the
+		// source transitions.
 		e.decode(id)
-		e.observe()
 		base := e.marking(id)
 		succ := 0
-		for t := range e.trans {
+		for _, t32 := range e.cand {
+			t := int(t32)
 			if !e.enabled(t) {
 				continue
 			}
@@ -385,21 +494,6 @@ func (e *explorer) explore(m0 []int32) error {
 		}
 	}
 	return nil
-}
-
-// observe records the token counts of the marking in e.cur.
-func (e *explorer) observe() {
-	var total int64
-	for i, v := range e.cur {
-		total += int64(v)
-		if v > e.most[i] {
-			e.most[i] = v
-		}
-		if e.fewest[i] < 0 || v < e.fewest[i] {
-			e.fewest[i] = v
-		}
-	}
-	e.mostTotal = max(e.mostTotal, total)
 }
 
 // successor fires t at state id (whose marking e.cur holds, packed at
@@ -445,7 +539,9 @@ func (e *explorer) successor(id int, base []uint64, t int) (int, error) {
 	for _, d := range pt.delta {
 		if v := e.cur[d.place] + d.d; d.d > 0 && v > e.most[d.place] {
 			e.most[d.place] = v
-			grew = true
+			// A place's first token is no sign of growth (a safe net's
+			// places all get one); a second one may be.
+			grew = grew || v > 1
 		}
 	}
 	if grew && e.coverable && e.coversAncestor(to) {
@@ -528,3 +624,6 @@ func (e *explorer) bytesPerState() float64 {
 		cap(e.edgeAt)*4 + cap(e.edgeTo)*4 + cap(e.edgeBy)*4
 	return float64(b) / float64(n)
 }
+
+func popcount(x uint64) int      { return bits.OnesCount64(x) }
+func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }

@@ -53,6 +53,9 @@ func Analyze(g *graph.Graph, opts analysis.Options) (*Report, error) {
 		return rep, nil
 	}
 	opts.Final = make(petri.Marking, len(tr.Net.Places))
+	for p := range tr.Bookkeeping {
+		opts.Final[p] = -1
+	}
 	opts.Initial = nil
 	opts.DeadStranded = true
 	r := analysis.Analyze(tr.Net, opts)
@@ -69,10 +72,31 @@ func Analyze(g *graph.Graph, opts analysis.Options) (*Report, error) {
 		}
 		rep.StuckJoins = append(rep.StuckJoins, StuckJoin{Node: a.To.QualifiedName(), Arc: s.Place, Join: string(a.To.Join), Sequence: s.Sequence})
 	}
+	// The translation's bookkeeping transitions are no steps of the
+	// process: that they never fire says nothing.
+	if r.DeadTransitions != nil && len(tr.Auxiliary) > 0 {
+		dead := []string{}
+		for _, t := range r.DeadTransitions {
+			if !tr.Auxiliary[t] {
+				dead = append(dead, t)
+			}
+		}
+		r.DeadTransitions = dead
+		r.QuasiLive = ptr(len(dead) == 0)
+	}
 	// A process graph is read as a workflow: it starts at its start nodes
 	// and finishes when every token is gone.
 	r.WorkflowNet = true
 	r.Soundness = nil
+	starts := false
+	for _, p := range tr.Net.Places {
+		starts = starts || p.Initial > 0
+	}
+	if !starts {
+		r.Sound, r.Completes = nil, nil
+		r.Reason = "the definition has no start node: it runs only imported as an external or nested, and is analysed there"
+		return rep, nil
+	}
 	if r.Completes != nil && r.QuasiLive != nil {
 		r.Sound = ptr(*r.Completes && *r.QuasiLive && len(rep.StuckJoins) == 0)
 	} else {

@@ -49,6 +49,12 @@ type Translation struct {
 	// Approximations lists the nodes whose joins or completions the net
 	// only approximates, with why.
 	Approximations []string
+	// Auxiliary are transitions of the translation's own bookkeeping (not
+	// a step of the process): that they never fire says nothing.
+	Auxiliary map[string]bool
+	// Bookkeeping are places of the translation's own (a non-interrupting
+	// boundary event's "not yet"), left as they are when a run finishes.
+	Bookkeeping map[int]bool
 }
 
 // maxSubsets bounds how many outgoing sets of an inclusive gateway are
@@ -70,7 +76,7 @@ func Translate(g *graph.Graph) (*Translation, error) {
 	b.tr.NodePlace = make([]int, len(g.Nodes))
 	for _, n := range g.Nodes {
 		init := 0
-		if n.IsStart && n.External == nil {
+		if n.IsStart && n.External == nil && g.Format != "bpmn" {
 			init = 1
 		}
 		b.tr.NodePlace[n.Index] = b.place(n.QualifiedName(), init)
@@ -78,7 +84,13 @@ func Translate(g *graph.Graph) (*Translation, error) {
 	for _, a := range g.Arcs {
 		b.tr.ArcPlace[a.Index] = b.place(arcName(a), 0)
 	}
+	if g.Format == "bpmn" {
+		b.planBPMN(g)
+	}
 	for _, n := range g.Nodes {
+		if b.skipped(n) {
+			continue
+		}
 		b.join(n)
 		b.complete(n)
 	}
@@ -88,6 +100,9 @@ func Translate(g *graph.Graph) (*Translation, error) {
 		return nil, fmt.Errorf("translate %s: %w", g.Name, err)
 	}
 	b.tr.Net = net
+	for _, t := range b.auxT {
+		b.tr.Auxiliary[net.Transitions[t].ID] = true
+	}
 	for t, node := range b.joinNode {
 		b.tr.JoinOf[t] = node
 	}
@@ -109,7 +124,29 @@ type builder struct {
 	joinNode    map[int]*graph.Node
 	names       map[string]int
 	transitions int
+	bpmn        *bpmnPlan
+	auxT        []int
 }
+
+// aux marks transition t as bookkeeping.
+func (b *builder) aux(t int) {
+	if b.tr.Auxiliary == nil {
+		b.tr.Auxiliary = map[string]bool{}
+	}
+	b.auxT = append(b.auxT, t)
+}
+
+// bookkeepingPlace marks place p as the translation's own: a finished run
+// may leave a token there.
+func (b *builder) bookkeepingPlace(p int) {
+	if b.tr.Bookkeeping == nil {
+		b.tr.Bookkeeping = map[int]bool{}
+	}
+	b.tr.Bookkeeping[p] = true
+}
+
+// skipped reports whether a node is left out of the translation.
+func (b *builder) skipped(n *graph.Node) bool { return b.bpmn != nil && b.bpmn.skip[n] }
 
 func (b *builder) unique(base string) string {
 	if b.names == nil {
@@ -127,6 +164,38 @@ func (b *builder) place(id string, init int) int {
 	b.g.Nodes = append(b.g.Nodes, n)
 	b.places = append(b.places, n)
 	return len(b.places) - 1
+}
+
+// transitionW is transition where a place listed twice among the inputs
+// is taken twice, and an inhibitor listed twice has threshold 2.
+func (b *builder) transitionW(id string, in, out, inh []int) int {
+	count := func(ps []int) ([]int, map[int]int) {
+		w := map[int]int{}
+		var order []int
+		for _, p := range ps {
+			if w[p] == 0 {
+				order = append(order, p)
+			}
+			w[p]++
+		}
+		return order, w
+	}
+	t := &graph.Node{Name: b.unique(id), Kind: petri.KindTransition, Type: petri.KindTransition, Props: &petri.TransitionProps{}}
+	b.g.Nodes = append(b.g.Nodes, t)
+	ins, iw := count(in)
+	for _, p := range ins {
+		b.g.Arcs = append(b.g.Arcs, &graph.Arc{From: b.places[p], To: t, Props: &petri.ArcProps{Weight: iw[p]}})
+	}
+	inhs, hw := count(inh)
+	for _, p := range inhs {
+		b.g.Arcs = append(b.g.Arcs, &graph.Arc{From: b.places[p], To: t, Props: &petri.ArcProps{Weight: hw[p], Inhibitor: true}})
+	}
+	outs, ow := count(out)
+	for _, p := range outs {
+		b.g.Arcs = append(b.g.Arcs, &graph.Arc{From: t, To: b.places[p], Props: &petri.ArcProps{Weight: ow[p]}})
+	}
+	b.transitions++
+	return b.transitions - 1
 }
 
 // transition adds a transition taking from the places in (weight 1 each,
@@ -198,6 +267,7 @@ func (b *builder) join(n *graph.Node) {
 		return
 	case graph.JoinFirst:
 		seen := b.place(name+" reached", 0)
+		b.bookkeepingPlace(seen)
 		for _, a := range in {
 			p := b.tr.ArcPlace[a.Index]
 			b.noteJoin(b.transition(name+" first from "+arcName(a), []int{p}, []int{node, seen}, []int{seen}), n)
@@ -209,6 +279,9 @@ func (b *builder) join(n *graph.Node) {
 		b.approx(n, fmt.Sprintf("its %s join depends on run-time data; read as an or join", n.Join))
 	}
 	for _, a := range in {
+		if b.skipped(a.From) {
+			continue
+		}
 		b.noteJoin(b.transition(name+" from "+arcName(a), []int{b.tr.ArcPlace[a.Index]}, []int{node}, nil), n)
 	}
 }
@@ -226,6 +299,9 @@ func (b *builder) complete(n *graph.Node) {
 		return ps
 	}
 	end := func() { b.transition(name+" ends", []int{node}, nil, nil) }
+	if b.tr.Graph.Format == "bpmn" && b.completeBPMN(n, node, arcs) {
+		return
+	}
 	if len(out) == 0 {
 		end()
 		return

@@ -2,10 +2,14 @@ package translate_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/veena-wf/veena/format/bpmn"
+	schemaformat "github.com/veena-wf/veena/format/schema"
 	"github.com/veena-wf/veena/format/wfxml"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/petri/analysis"
@@ -111,5 +115,121 @@ func TestApproximations(t *testing.T) {
 	}
 	if len(rep.Approximations) != 1 || !strings.Contains(rep.Approximations[0], "B: its tokenSet join depends on run-time data") {
 		t.Errorf("approximations %v", rep.Approximations)
+	}
+}
+
+const bpmnHead = `<?xml version="1.0"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="t">
+<process id="p" isExecutable="true">`
+
+func bpmnGraph(t *testing.T, body string) *graph.Graph {
+	t.Helper()
+	gs, err := bpmn.Load("p.bpmn", []byte(bpmnHead+body+`</process></definitions>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gs[0]
+}
+
+// TestBPMN: gateways by kind, sub-processes entered and left when nothing
+// is left inside, boundary events, and the stuck parallel join after an
+// exclusive choice.
+func TestBPMN(t *testing.T) {
+	cases := []struct {
+		name  string
+		body  string
+		sound bool
+		stuck string
+	}{
+		{"exclusive then parallel join", `
+			<startEvent id="s"/><exclusiveGateway id="x"/><task id="a"/><task id="b"/><parallelGateway id="j"/><endEvent id="e"/>
+			<sequenceFlow id="f1" sourceRef="s" targetRef="x"/><sequenceFlow id="f2" sourceRef="x" targetRef="a"/>
+			<sequenceFlow id="f3" sourceRef="x" targetRef="b"/><sequenceFlow id="f4" sourceRef="a" targetRef="j"/>
+			<sequenceFlow id="f5" sourceRef="b" targetRef="j"/><sequenceFlow id="f6" sourceRef="j" targetRef="e"/>`, false, "j"},
+		{"parallel split and join", `
+			<startEvent id="s"/><parallelGateway id="x"/><task id="a"/><task id="b"/><parallelGateway id="j"/><endEvent id="e"/>
+			<sequenceFlow id="f1" sourceRef="s" targetRef="x"/><sequenceFlow id="f2" sourceRef="x" targetRef="a"/>
+			<sequenceFlow id="f3" sourceRef="x" targetRef="b"/><sequenceFlow id="f4" sourceRef="a" targetRef="j"/>
+			<sequenceFlow id="f5" sourceRef="b" targetRef="j"/><sequenceFlow id="f6" sourceRef="j" targetRef="e"/>`, true, ""},
+		{"a sub-process with two branches to its end", `
+			<startEvent id="s"/>
+			<subProcess id="sub">
+				<startEvent id="ss"/><parallelGateway id="fork"/><task id="a"/><task id="b"/><endEvent id="se"/>
+				<sequenceFlow id="g1" sourceRef="ss" targetRef="fork"/><sequenceFlow id="g2" sourceRef="fork" targetRef="a"/>
+				<sequenceFlow id="g3" sourceRef="fork" targetRef="b"/><sequenceFlow id="g4" sourceRef="a" targetRef="se"/>
+				<sequenceFlow id="g5" sourceRef="b" targetRef="se"/>
+			</subProcess>
+			<boundaryEvent id="timeout" attachedToRef="sub"><timerEventDefinition><timeDuration>PT1H</timeDuration></timerEventDefinition></boundaryEvent>
+			<endEvent id="e"/><endEvent id="late"/>
+			<sequenceFlow id="f1" sourceRef="s" targetRef="sub"/><sequenceFlow id="f2" sourceRef="sub" targetRef="e"/>
+			<sequenceFlow id="f3" sourceRef="timeout" targetRef="late"/>`, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := translate.Analyze(bpmnGraph(t, c.body), analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Sound == nil || *rep.Sound != c.sound {
+				t.Errorf("sound %s, want %v (completes %s, dead %v, stuck %v, approximations %v)", show(rep.Sound), c.sound, show(rep.Completes), rep.DeadTransitions, rep.StuckJoins, rep.Approximations)
+			}
+			if c.stuck != "" && (len(rep.StuckJoins) == 0 || rep.StuckJoins[0].Node != c.stuck) {
+				t.Errorf("stuck joins %v, want one at %s", rep.StuckJoins, c.stuck)
+			}
+		})
+	}
+}
+
+// TestBPMNCorpus analyses the BPMN models of the corpus that load: all but
+// the one whose inclusive join the translation reads as an or join come
+// out sound.
+func TestBPMNCorpus(t *testing.T) {
+	files, _ := filepath.Glob("../../../shared/corpus/bpmn/*/*.bpmn")
+	more, _ := filepath.Glob("../../../shared/corpus/bpmn/*/*/*.bpmn")
+	files = append(files, more...)
+	if len(files) == 0 {
+		t.Skip("the shared corpus is not there")
+	}
+	sound, analysed := 0, 0
+	for _, f := range files {
+		src, _ := os.ReadFile(f)
+		gs, err := bpmn.Load(f, src)
+		if err != nil {
+			continue
+		}
+		for _, g := range gs {
+			rep, err := translate.Analyze(g, analysis.Options{MaxStates: 200000})
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			analysed++
+			if rep.Sound != nil && *rep.Sound {
+				sound++
+			} else if len(rep.Approximations) == 0 {
+				t.Errorf("%s (%s): not sound, with no approximation to blame: stuck %v dead %v", f, g.Name, rep.StuckJoins, rep.DeadTransitions)
+			}
+		}
+	}
+	t.Logf("%d of %d BPMN processes sound", sound, analysed)
+}
+
+// TestSchema: a schema's chat-bot, whose cycles all pass an event or a
+// timer node, is a sound workflow through its translation.
+func TestSchema(t *testing.T) {
+	src, err := os.ReadFile("../../format/schema/testdata/valid/order-status-bot.yaml")
+	if err != nil {
+		t.Skip(err)
+	}
+	gs, err := schemaformat.Load("order-status-bot.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := translate.Analyze(gs[0], analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete || rep.Sound == nil || !*rep.Sound || len(rep.StuckJoins) != 0 {
+		t.Errorf("complete %v sound %s stuck %v dead %v", rep.Complete, show(rep.Sound), rep.StuckJoins, rep.DeadTransitions)
 	}
 }

@@ -55,7 +55,9 @@ export function schemaPanel(id) {
           h('td', a.result !== null && a.result !== undefined ? h('code', JSON.stringify(a.result)) : '', a.error ? h('div.error', a.error) : null)));
       }
     });
-    clear(visits).append(h('table.list.actions',
+    clear(visits);
+    if (inst.trimmed) visits.append(h('p.muted', `${inst.trimmed} earlier visits are no longer kept in detail (the token history has them).`));
+    visits.append(h('table.list.actions',
       h('thead', h('tr', ['#', 'node / action', 'state', 'time', 'event · result'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', rows)));
   }
