@@ -105,3 +105,87 @@ func TestBPMNOrder(t *testing.T) {
 		e.Close()
 	})
 }
+
+const nightlyBPMN = `<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="d" targetNamespace="http://veena.example/nightly">
+  <process id="nightly" isExecutable="true">
+    <startEvent id="everyHour">
+      <timerEventDefinition><timeCycle>R2/PT1H</timeCycle></timerEventDefinition>
+    </startEvent>
+    <sequenceFlow id="f1" sourceRef="everyHour" targetRef="report"/>
+    <userTask id="report"/>
+    <sequenceFlow id="f2" sourceRef="report" targetRef="end"/>
+    <endEvent id="end"/>
+  </process>
+</definitions>
+`
+
+// Timer start events: loading a version arms them (a process holds each,
+// its token a durable timer); each due time starts a process of the
+// definition, a cycle as often as it says; a new version's timers replace
+// the old ones.
+func TestBPMNTimerStart(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clk := newClock()
+		mk := b.place(t)
+		e := open(t, mk(), veena.Options{Clock: clk.Now, TimerInterval: 10 * time.Millisecond})
+		if _, _, err := e.LoadDefinition(ctx, "nightly.bpmn", []byte(nightlyBPMN), ""); err != nil {
+			t.Fatal(err)
+		}
+		reports := func() int {
+			page, err := e.Tasks(ctx, veena.TaskFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(page.Items)
+		}
+		holders := func() []veena.Process {
+			page, err := e.Processes(ctx, veena.ProcessFilter{Definition: "nightly", State: "executing"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []veena.Process
+			for _, p := range page.Items {
+				if _, ok := p.Env["veena.timerStart"]; ok {
+					out = append(out, p)
+				}
+			}
+			return out
+		}
+		if h := holders(); len(h) != 1 || reports() != 0 {
+			t.Fatalf("holders %d, reports %d", len(h), reports())
+		}
+		if b.durable {
+			e.Close()
+			e = open(t, mk(), veena.Options{Clock: clk.Now, TimerInterval: 10 * time.Millisecond})
+		}
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(61 * time.Minute)
+		waitFor(t, func() bool { return reports() == 1 })
+		clk.Advance(60 * time.Minute)
+		waitFor(t, func() bool { return reports() == 2 && len(holders()) == 0 })
+		clk.Advance(5 * time.Hour)
+		time.Sleep(100 * time.Millisecond)
+		if n := reports(); n != 2 {
+			t.Fatalf("R2 started %d processes", n)
+		}
+		// A new version arms its own timer and disarms the old one's.
+		v2 := strings.Replace(nightlyBPMN, "R2/PT1H", "R/PT2H", 1)
+		if _, _, err := e.LoadDefinition(ctx, "nightly.bpmn", []byte(strings.Replace(nightlyBPMN, "R2/PT1H", "R5/PT1H", 1)), ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.LoadDefinition(ctx, "nightly.bpmn", []byte(v2), ""); err != nil {
+			t.Fatal(err)
+		}
+		h := holders()
+		if len(h) != 1 || h[0].Version != 3 {
+			t.Fatalf("holders after two new versions: %+v", h)
+		}
+		clk.Advance(121 * time.Minute)
+		waitFor(t, func() bool { return reports() == 3 })
+		e.Close()
+	})
+}

@@ -213,30 +213,49 @@ func (e *Engine) analyze(g *graph.Graph) {
 // them all and returns the first, the others named in Related. An
 // invalid definition fails with a *DefinitionError.
 func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, format string) (*Definition, bool, error) {
+	d, created, added, err := e.loadDefinition(ctx, file, src, format)
+	if err != nil {
+		return nil, false, err
+	}
+	// A BPMN version's timer start events are armed once it is stored.
+	for _, g := range added {
+		if err := e.scheduleTimerStarts(ctx, g); err != nil {
+			return nil, false, err
+		}
+	}
+	return d, created, nil
+}
+
+// loadDefinition loads a file; added are the graphs stored as new versions.
+func (e *Engine) loadDefinition(ctx context.Context, file string, src []byte, format string) (*Definition, bool, []*graph.Graph, error) {
 	if format == "" {
 		format = sniffFormat(src)
 	}
 	e.defMu.Lock()
 	defer e.defMu.Unlock()
 	if err := e.syncDefinitions(ctx); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	gs, err := e.compileAll(file, src, format)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	// Prepare every graph first, so that a file loads whole or not at all.
 	for _, g := range gs {
 		if err := e.prepareGraph(g); err != nil {
-			return nil, false, definitionError(err)
+			return nil, false, nil, definitionError(err)
 		}
 	}
 	var first *Definition
 	created := false
+	var added []*graph.Graph
 	for i, g := range gs {
 		stored, c, err := e.addGraph(ctx, g)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
+		}
+		if c {
+			added = append(added, stored)
 		}
 		if i == 0 {
 			first, created = definitionOf(stored), c
@@ -244,7 +263,7 @@ func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, fo
 			first.Related = append(first.Related, stored.Name)
 		}
 	}
-	return first, created, nil
+	return first, created, added, nil
 }
 
 func (e *Engine) loadDir(ctx context.Context, dir string) error {

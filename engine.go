@@ -719,6 +719,7 @@ type plan struct {
 	correlations []correlationWrite
 	waiting      []store.Correlation
 	signals      []string
+	timerStarts  []timerStart // timer start events that fired: processes to start
 	ctxPut       []*kernel.Process // processes whose context starts to count or changed
 	ctxDrop      []string          // processes whose context stops counting
 	unique       []string
@@ -840,6 +841,7 @@ func (p *plan) prepare(e *Engine) error {
 		}
 		if len(q.Events) > 0 {
 			p.signals = append(p.signals, thrownSignals(q)...)
+			p.timerStarts = append(p.timerStarts, firedTimerStarts(q)...)
 		}
 		if facts.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}

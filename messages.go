@@ -134,6 +134,71 @@ func thrownSignals(q *kernel.Process) []string {
 	return out
 }
 
+// timerStart is a timer start event that fired.
+type timerStart struct {
+	graph *graph.Graph
+	node  string
+}
+
+// firedTimerStarts lists the timer start events whose holding tokens fired
+// in a command's events (bpmn.NoteStartProcess).
+func firedTimerStarts(q *kernel.Process) []timerStart {
+	var out []timerStart
+	for _, ev := range q.Events {
+		if ev.Type != kernel.NodeTokenCompleted {
+			continue
+		}
+		if t := ev.NodeToken(); t != nil {
+			if node := t.Note(bpmnrun.NoteStartProcess); node != "" {
+				out = append(out, timerStart{graph: q.Graph, node: node})
+			}
+		}
+	}
+	return out
+}
+
+// scheduleTimerStarts starts, for a BPMN definition version just loaded,
+// one process per timer start event that holds it (its token waits for
+// each due time; bpmn.ScheduleVar names the event), after cancelling those
+// that held the timer start events of its earlier versions: as in Camunda,
+// a new version's timers replace the old ones.
+func (e *Engine) scheduleTimerStarts(ctx context.Context, g *graph.Graph) error {
+	if g.Format != "bpmn" {
+		return nil
+	}
+	var nodes []string
+	for _, s := range bpmnrun.StartEvents(g) {
+		if s.Kind == "timer" {
+			nodes = append(nodes, s.Node)
+		}
+	}
+	after := ""
+	for {
+		page, err := e.Processes(ctx, ProcessFilter{Definition: g.Name, State: "executing", NoTotal: true, Limit: 500, After: after})
+		if err != nil {
+			return err
+		}
+		for _, p := range page.Items {
+			if _, ok := p.Env[bpmnrun.ScheduleVar]; ok && p.Version < g.Version {
+				if _, err := e.CancelProcess(ctx, p.ID, ""); err != nil && Code(err) != ErrNotFound.Code {
+					return fmt.Errorf("cancel the timer start process %s of %s version %d: %w", p.ID, p.Definition, p.Version, err)
+				}
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	for _, n := range nodes {
+		v := kernel.String(n)
+		if _, err := e.startAt(ctx, g, n, map[string]*Value{bpmnrun.ScheduleVar: &v}); err != nil {
+			return fmt.Errorf("arm the timer start event %s of %s: %w", n, g.Name, err)
+		}
+	}
+	return nil
+}
+
 // PublishMessage publishes a message: it is delivered to one token waiting
 // for its name and correlation key, or else starts a process at a message
 // start event of that name (the latest version of each definition that has
@@ -298,7 +363,7 @@ func (e *Engine) startAt(ctx context.Context, g *graph.Graph, node string, vals 
 // messages to the tokens that started to wait for them. It runs on its
 // own, after the command's caller has its answer.
 func (e *Engine) afterCommit(p *plan) {
-	if len(p.signals) == 0 && len(p.waiting) == 0 {
+	if len(p.signals) == 0 && len(p.waiting) == 0 && len(p.timerStarts) == 0 {
 		return
 	}
 	e.bg.Add(1)
@@ -308,6 +373,11 @@ func (e *Engine) afterCommit(p *plan) {
 		for _, name := range p.signals {
 			if _, err := e.BroadcastSignal(ctx, SignalRequest{Name: name}); err != nil {
 				e.log.Warn("veena: broadcast a thrown signal", "signal", name, "err", err)
+			}
+		}
+		for _, ts := range p.timerStarts {
+			if _, err := e.startAt(ctx, ts.graph, ts.node, nil); err != nil {
+				e.log.Warn("veena: start a process at a timer start event", "definition", ts.graph.Name, "event", ts.node, "err", err)
 			}
 		}
 		for _, c := range p.waiting {
