@@ -200,8 +200,19 @@ func verifyCrashRun(t *testing.T, st store.Store, acks []ack, total int) {
 			t.Errorf("process %s (job %s) is %s, not completed", p.ID, job, p.State)
 		}
 	}
+	taskBy, jobBy := map[string]string{}, map[string]string{}
 	for _, a := range acks {
 		switch a.kind {
+		case "task":
+			if prev, ok := taskBy[a.a]; ok && prev != a.b {
+				t.Errorf("task %s: completions acknowledged to %s and %s", a.a, prev, a.b)
+			}
+			taskBy[a.a] = a.b
+		case "job":
+			if prev, ok := jobBy[a.a]; ok && prev != a.b {
+				t.Errorf("job %s: completions acknowledged to %s and %s", a.a, prev, a.b)
+			}
+			jobBy[a.a] = a.b
 		case "start":
 			if byJob[a.a] != a.b {
 				t.Errorf("acknowledged start of job %s made %s, but the store has %s", a.a, a.b, byJob[a.a])
@@ -216,10 +227,16 @@ func verifyCrashRun(t *testing.T, st store.Store, acks []ack, total int) {
 	// Tokens are conserved: each process holds exactly the tokens of its
 	// definition, all complete, and one event log without gaps; each timer
 	// let its delayed token pass exactly once.
+	work := 0
 	for _, p := range all {
 		wantNodes, wantArcs := "a,b,join,last,start", 5
-		if p.Definition == "tick" {
+		switch p.Definition {
+		case "tick":
 			wantNodes, wantArcs = "end,hold,start", 2
+		case "crashwork":
+			wantNodes, wantArcs = "charge,end,review,start", 3
+			verifyCrashWork(t, e, p, taskBy, jobBy)
+			work++
 		}
 		h, err := e.Tokens(ctx, p.ID)
 		if err != nil {
@@ -256,14 +273,20 @@ func verifyCrashRun(t *testing.T, st store.Store, acks []ack, total int) {
 			t.Errorf("process %s: %d PROCESS_COMPLETED events, %d of %d node tokens accepted", p.ID, completed, accepted, len(h.NodeTokens))
 		}
 	}
-	t.Logf("%d processes, %d acknowledged commands verified", len(all), len(acks))
+	t.Logf("%d processes (%d with a task and a job), %d acknowledged commands verified (%d task and %d job completions)",
+		len(all), work, len(acks), len(taskBy), len(jobBy))
 }
 
 // jobDefinition: every eighth job waits for a delayed token (a durable
-// timer), the others split and join.
+// timer), every eighth is work for people and programs (a task claimed and
+// completed by a user, then a job done by the children's workers), the
+// others split and join.
 func jobDefinition(job string) string {
-	if n, _ := strconv.Atoi(job); n%8 == 0 {
+	switch n, _ := strconv.Atoi(job); n % 8 {
+	case 0:
 		return "tick"
+	case 3:
+		return "crashwork"
 	}
 	return "split"
 }
@@ -282,7 +305,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"split", "tick"} {
+	for _, name := range []string{"split", "tick", "crashwork"} {
 		src, _ := os.ReadFile("testdata/" + name + ".wf.xml")
 		for {
 			// Two engines may load it at once: one stores it, the other finds it.
@@ -325,6 +348,8 @@ func TestCrashChild(t *testing.T) {
 		}
 		close(jobs)
 	}()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	workers := runCrashWorkers(wctx, e, slot, logAck)
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Add(1)
@@ -332,7 +357,7 @@ func TestCrashChild(t *testing.T) {
 			defer wg.Done()
 			for n := range jobs {
 				job := strconv.Itoa(n)
-				if err := runJob(ctx, e, job, logAck); err != nil {
+				if err := runJob(ctx, e, job, slot, logAck); err != nil {
 					fmt.Fprintf(os.Stderr, "job %s: %v\n", job, err)
 					os.Exit(3)
 				}
@@ -340,6 +365,8 @@ func TestCrashChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	stopWorkers()
+	workers.Wait()
 	logf.Close()
 	e.Close()
 }
@@ -347,7 +374,7 @@ func TestCrashChild(t *testing.T) {
 // runJob starts (or finds again, by idempotency key) the process of a job
 // and completes its tokens until it is done. Every command carries a key
 // derived from what it does, so a retry after a crash changes nothing twice.
-func runJob(ctx context.Context, e *veena.Engine, job string, logAck func(kind, a, b string)) error {
+func runJob(ctx context.Context, e *veena.Engine, job string, slot int, logAck func(kind, a, b string)) error {
 	def, env := jobDefinition(job), map[string]any{}
 	if def == "tick" {
 		env["ready"] = false
@@ -361,6 +388,12 @@ func runJob(ctx context.Context, e *veena.Engine, job string, logAck func(kind, 
 		// The delayed token passes its guard at the next timer after this.
 		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}, ""); err != nil {
 			return fmt.Errorf("patch: %w", err)
+		}
+	}
+	if def == "crashwork" {
+		var err error
+		if p, err = runWork(ctx, e, p, slot, logAck); err != nil {
+			return err
 		}
 	}
 	for p.State == "executing" {

@@ -76,6 +76,12 @@ const DefaultIdempotencyTTL = 7 * 24 * time.Hour
 // keeps no state the store does not have (the tree cache is checked against
 // the store on every command), so several engines may share one database.
 type Engine struct {
+	// transients are the transient attributes of commands waiting in an
+	// inbox, by seq: they are not stored, so only this engine's drain
+	// gives them to the command (a command applied by another engine, or
+	// after a restart, runs without them).
+	transients sync.Map
+
 	store  store.Store
 	k      *kernel.Kernel
 	clock  func() time.Time
@@ -98,7 +104,8 @@ type Engine struct {
 	pool    workPool
 
 	jobMu   sync.Mutex
-	jobWait map[string]chan struct{} // job type -> closed when jobs may be available
+	jobWait map[string][]*jobWaiter // activations waiting, by job type, in line
+	rows    rowCache                // work rows last read or written (work.go)
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
@@ -567,7 +574,7 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	var early *plan
 	if root != "" {
 		if t := e.cache.take(root); t != nil {
-			early = e.run(t, fn, e.store, ctx)
+			early = e.run(t, fn, cachedRows{&e.rows, e.store}, ctx)
 		}
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
@@ -696,6 +703,7 @@ func (e *Engine) committed(p *plan) {
 			e.cache.put(p.tree.root.ID, p.tree)
 		}
 		e.publish(p.events)
+		e.rows.remember(p.cmd)
 		e.wakeJobs(p.cmd.wake)
 		e.afterCommit(p)
 	}
@@ -871,6 +879,7 @@ func (p *plan) prepare(e *Engine) error {
 		}
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
+		dropTransients(q)
 		q.Events = nil
 		q.Effects = nil
 		q.Dirty = false

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/veena-wf/veena/kernel"
@@ -61,6 +63,22 @@ type cmd struct {
 	writes []func(ctx context.Context, tx store.Tx) error
 	notes  []store.AuditNote
 	wake   []string // job types to wake waiting activations for, after commit
+	// tasks and jobs are the rows the command writes (at the revision
+	// read), for the engine's row cache after commit.
+	tasks []store.Task
+	jobs  []store.Job
+}
+
+// putTask writes a task row in the command's transaction.
+func (c *cmd) putTask(r store.Task) {
+	c.tasks = append(c.tasks, r)
+	c.write(func(ctx context.Context, tx store.Tx) error { x := r; return tx.PutTask(ctx, &x) })
+}
+
+// putJob writes a job row in the command's transaction.
+func (c *cmd) putJob(r store.Job) {
+	c.jobs = append(c.jobs, r)
+	c.write(func(ctx context.Context, tx store.Tx) error { x := r; return tx.PutJob(ctx, &x) })
 }
 
 // write adds a write to the command's transaction. Writes must not change
@@ -90,7 +108,7 @@ func (c *cmd) effects(q *kernel.Process) {
 				CandidateUsers: spec.CandidateUsers, CandidateGroups: spec.CandidateGroups, Queue: spec.Queue,
 				Priority: spec.Priority, DueAt: spec.DueAt, FollowUpAt: spec.FollowUpAt, Data: data, Initial: data, CreatedAt: now,
 			}
-			c.write(func(ctx context.Context, tx store.Tx) error { r := row; return tx.PutTask(ctx, &r) })
+			c.putTask(row)
 		case kernel.JobOffered:
 			spec := ef.Job
 			headers, _ := json.Marshal(spec.Headers)
@@ -102,7 +120,7 @@ func (c *cmd) effects(q *kernel.Process) {
 				Type: spec.Type, State: store.JobOpen, Retries: spec.Retries, Headers: headers, Env: jsonObject(spec.Env),
 				DueAt: now, CreatedAt: now,
 			}
-			c.write(func(ctx context.Context, tx store.Tx) error { r := row; return tx.PutJob(ctx, &r) })
+			c.putJob(row)
 			c.wake = append(c.wake, spec.Type)
 		case kernel.IncidentRaised:
 			spec := ef.Incident
@@ -347,8 +365,7 @@ func (o *op) task(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) er
 		c.note(p.ID, seq, a.User, detail)
 	}
 	if changed {
-		r := *row
-		c.write(func(ctx context.Context, tx store.Tx) error { x := r; return tx.PutTask(ctx, &x) })
+		c.putTask(*row)
 	}
 	t, err := taskOf(row)
 	if err != nil {
@@ -496,8 +513,7 @@ func (o *op) job(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) err
 		}
 		c.note(p.ID, seq, a.Worker, row.ErrorMessage)
 	}
-	r := *row
-	c.write(func(ctx context.Context, tx store.Tx) error { x := r; return tx.PutJob(ctx, &x) })
+	c.putJob(*row)
 	return nil
 }
 
@@ -535,8 +551,7 @@ func (o *op) resolve(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome)
 		}
 		job.State, job.Retries, job.DueAt, job.Worker, job.LockedUntil = store.JobOpen, n, c.now, "", time.Time{}
 		job.Env = jsonObject(tok.FullEnv().Copy().Map())
-		j := *job
-		c.write(func(ctx context.Context, tx store.Tx) error { x := j; return tx.PutJob(ctx, &x) })
+		c.putJob(*job)
 		c.wake = append(c.wake, job.Type)
 	} else if err := ke.ResolveIncident(tok, row.Kind, true); err != nil {
 		return err
@@ -860,14 +875,22 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 	}
 	deadline := time.Now().Add(req.Wait)
 	for {
-		signal := e.jobSignal(req.Type)
+		var w *jobWaiter
+		if req.Wait > 0 {
+			// Wait in line before looking, so that a job offered after the
+			// look still wakes this activation.
+			w = e.waitForJobs(req.Type)
+		}
 		rows, err := e.store.ActivateJobs(ctx, store.Activation{Type: req.Type, Worker: req.Worker, Max: req.MaxJobs, Now: e.clock().UTC(), LockFor: req.LockFor})
 		if err != nil {
+			e.stopWaiting(req.Type, w)
 			return nil, storeError("activate jobs", err)
 		}
 		if len(rows) > 0 || req.Wait == 0 {
+			e.stopWaiting(req.Type, w)
 			out := make([]Job, 0, len(rows))
 			for _, r := range rows {
+				e.rows.putJob(*r)
 				j, err := jobOf(r)
 				if err != nil {
 					return nil, err
@@ -878,38 +901,60 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			e.stopWaiting(req.Type, w)
 			return []Job{}, nil
 		}
 		poll := jobPoll + time.Duration(rand.Int64N(int64(jobPoll)/5))
 		timer := time.NewTimer(min(left, poll))
 		select {
-		case <-signal:
+		case <-w.ch:
 		case <-timer.C:
+			e.stopWaiting(req.Type, w)
 		case <-ctx.Done():
 			timer.Stop()
+			e.stopWaiting(req.Type, w)
 			return nil, ctx.Err()
 		}
 		timer.Stop()
 	}
 }
 
-// jobSignal returns a channel closed when jobs of the type may have become
-// available in this engine.
-func (e *Engine) jobSignal(typ string) <-chan struct{} {
+// jobWaiter is an activation waiting for jobs of a type in this engine.
+type jobWaiter struct{ ch chan struct{} }
+
+// waitForJobs puts an activation in line for jobs of a type.
+func (e *Engine) waitForJobs(typ string) *jobWaiter {
+	w := &jobWaiter{ch: make(chan struct{})}
 	e.jobMu.Lock()
 	defer e.jobMu.Unlock()
 	if e.jobWait == nil {
-		e.jobWait = map[string]chan struct{}{}
+		e.jobWait = map[string][]*jobWaiter{}
 	}
-	ch, ok := e.jobWait[typ]
-	if !ok {
-		ch = make(chan struct{})
-		e.jobWait[typ] = ch
-	}
-	return ch
+	e.jobWait[typ] = append(e.jobWait[typ], w)
+	return w
 }
 
-// wakeJobs wakes the activations waiting for jobs of the types.
+// stopWaiting takes a waiter out of line (if it is still in it).
+func (e *Engine) stopWaiting(typ string, w *jobWaiter) {
+	if w == nil {
+		return
+	}
+	e.jobMu.Lock()
+	defer e.jobMu.Unlock()
+	l := e.jobWait[typ]
+	for i, x := range l {
+		if x == w {
+			e.jobWait[typ] = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(e.jobWait[typ]) == 0 {
+		delete(e.jobWait, typ)
+	}
+}
+
+// wakeJobs wakes the waiting activations, first in line first, one for
+// each job offered (a type listed n times wakes n).
 func (e *Engine) wakeJobs(types []string) {
 	if len(types) == 0 {
 		return
@@ -917,8 +962,13 @@ func (e *Engine) wakeJobs(types []string) {
 	e.jobMu.Lock()
 	defer e.jobMu.Unlock()
 	for _, t := range types {
-		if ch, ok := e.jobWait[t]; ok {
-			close(ch)
+		l := e.jobWait[t]
+		if len(l) == 0 {
+			continue
+		}
+		close(l[0].ch)
+		e.jobWait[t] = l[1:]
+		if len(e.jobWait[t]) == 0 {
 			delete(e.jobWait, t)
 		}
 	}
@@ -1156,4 +1206,81 @@ func (e *Engine) WorkCounts(ctx context.Context) (*WorkCounts, error) {
 		return out.Jobs[i].State < out.Jobs[j].State
 	})
 	return out, nil
+}
+
+// rowCache keeps the task and job rows this engine last read or wrote, so
+// that a command on a work item (a claim, a job's completion) runs before
+// its transaction without reading the row first. A cached row may be out
+// of date (another engine changed it, a lease ran out, its token ended):
+// the command writes the row at the revision it read, which then fails,
+// and the command runs again in its transaction on what is stored.
+type rowCache struct {
+	mu    sync.Mutex
+	tasks map[string]store.Task
+	jobs  map[string]store.Job
+}
+
+// rowCacheSize bounds each map; a full map starts over.
+const rowCacheSize = 1 << 15
+
+func (c *rowCache) putTask(t store.Task) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tasks == nil || len(c.tasks) >= rowCacheSize {
+		c.tasks = map[string]store.Task{}
+	}
+	c.tasks[t.ID] = t
+}
+
+func (c *rowCache) putJob(j store.Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.jobs == nil || len(c.jobs) >= rowCacheSize {
+		c.jobs = map[string]store.Job{}
+	}
+	c.jobs[j.ID] = j
+}
+
+// cachedRows reads work rows from the cache, else from the store.
+type cachedRows struct {
+	c  *rowCache
+	st store.Store
+}
+
+func (r cachedRows) Task(ctx context.Context, id string) (*store.Task, error) {
+	r.c.mu.Lock()
+	t, ok := r.c.tasks[id]
+	r.c.mu.Unlock()
+	if ok {
+		t.CandidateUsers = slices.Clone(t.CandidateUsers)
+		t.CandidateGroups = slices.Clone(t.CandidateGroups)
+		return &t, nil
+	}
+	return r.st.Task(ctx, id)
+}
+
+func (r cachedRows) Job(ctx context.Context, id string) (*store.Job, error) {
+	r.c.mu.Lock()
+	j, ok := r.c.jobs[id]
+	r.c.mu.Unlock()
+	if ok {
+		return &j, nil
+	}
+	return r.st.Job(ctx, id)
+}
+
+func (r cachedRows) Incident(ctx context.Context, id string) (*store.Incident, error) {
+	return r.st.Incident(ctx, id)
+}
+
+// remember caches the rows a committed command wrote, at their new revisions.
+func (c *rowCache) remember(cm *cmd) {
+	for _, t := range cm.tasks {
+		t.Rev++
+		c.putTask(t)
+	}
+	for _, j := range cm.jobs {
+		j.Rev++
+		c.putJob(j)
+	}
 }

@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	}
 	for _, w := range cfg.Workloads {
 		if _, ok := workloads[w]; !ok {
-			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, auto10, split10, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
+			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, wait2, auto10, split10, job, task, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
 		}
 	}
 	for _, n := range cfg.Clients {
@@ -542,6 +542,10 @@ type workload struct {
 	// start (a BPMN workload's user tasks), found by listing the
 	// process's open tasks.
 	tasks int
+	// drive, if set, does the rest of the process's work after the start
+	// instead (the work workloads, see work.go); it returns the commands it
+	// sent.
+	drive func(ctx context.Context, e *veena.Engine, p *veena.Process, lat *[]time.Duration) (int, error)
 }
 
 // Workload returns a workload's definition (its name and XML source) and
@@ -555,8 +559,11 @@ func Workload(name string) (definition, xml string, waits int, ok bool) {
 
 var workloads = map[string]workload{
 	"wait":    {name: "bench-wait", xml: waitXML, waits: 1},
+	"wait2":   {name: "bench-wait2", xml: wait2XML, waits: 2},
 	"auto10":  {name: "bench-auto10", xml: auto10XML, waits: 0},
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
+	"job":     {name: "bench-job", xml: jobXML, drive: driveJob},
+	"task":    {name: "bench-task", xml: taskXML, drive: driveTask},
 	// The same shapes in BPMN: a user task completed by the client, a chain
 	// of ten elements, a parallel split into ten user tasks and its join.
 	"bpmn-wait":    {name: "bench-bpmn-wait", xml: bpmnWaitXML, format: "bpmn", tasks: 1},
@@ -622,6 +629,10 @@ func (w workload) run(ctx context.Context, e *veena.Engine, lat *[]time.Duration
 		return 1, err
 	}
 	n := 1
+	if w.drive != nil {
+		k, err := w.drive(ctx, e, p, lat)
+		return n + k, err
+	}
 	if w.tasks > 0 {
 		t := time.Now()
 		page, err := e.Tasks(ctx, veena.TaskFilter{Process: p.ID, Limit: w.tasks})

@@ -174,3 +174,70 @@ func TestWorkCommands(t *testing.T) {
 	}
 	must("subscriptions", "delete", "orders")
 }
+
+// The README's "People and programs" example, with its files.
+func TestPeopleAndProgramsExample(t *testing.T) {
+	ctx := context.Background()
+	eng, err := veena.Open(ctx, veena.Options{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ts := httptest.NewServer(server.New(server.Config{Engine: eng, Loopback: true}))
+	defer ts.Close()
+	veenaCmd := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(ctx, append(args, "--url", ts.URL), strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := veenaCmd(args...)
+		if code != 0 {
+			t.Fatalf("veena %s: %d %s %s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out
+	}
+	must("definitions", "load", "../../testdata/work/purchase.wf.xml")
+	var paper, rare veena.Process
+	json.Unmarshal([]byte(must("processes", "start", "purchase", "--env", "priority=70", "--env", "item=paper", "-o", "json")), &paper)
+	json.Unmarshal([]byte(must("processes", "start", "purchase", "--env", "priority=40", "--env", "item=unobtainium", "-o", "json")), &rare)
+	var page veena.TaskPage
+	json.Unmarshal([]byte(must("tasks", "list", "--mine", "--user", "alice", "--groups", "sales", "-o", "json")), &page)
+	if len(page.Items) != 2 || page.Items[0].Process != paper.ID {
+		t.Fatalf("alice's inbox %+v", page.Items)
+	}
+	for _, task := range page.Items {
+		must("tasks", "claim", task.ID, "--user", "alice")
+		must("tasks", "save", task.ID, "note=call the supplier", "--user", "alice")
+		must("tasks", "complete", task.ID, "approved=true", "--outcome", "approve", "--user", "alice")
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		var o, e bytes.Buffer
+		done <- run(wctx, []string{"worker", "--type", "place-order", "--url", ts.URL, "--", "../../testdata/work/place-order.sh"}, strings.NewReader(""), &o, &e)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		a, _ := eng.Process(ctx, paper.ID)
+		b, _ := eng.Process(ctx, rare.ID)
+		if a.State == "completed" && b.State == "completed" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	<-done
+	a, _ := eng.Process(ctx, paper.ID)
+	if a.State != "completed" || a.Env["supplier"].Str() != "acme" || !strings.HasPrefix(a.Env["orderNumber"].Str(), "PO-") || a.Env["note"].Str() != "call the supplier" {
+		t.Fatalf("paper: %s %v", a.State, a.Env)
+	}
+	h, _ := eng.Tokens(ctx, rare.ID)
+	if last := h.NodeTokens[len(h.NodeTokens)-1]; last.Node != "out-of-stock" {
+		t.Fatalf("unobtainium ended at %s", last.Node)
+	}
+	if out := must("processes", "audit", paper.ID); !strings.Contains(out, "task_completed") || !strings.Contains(out, "alice") {
+		t.Fatalf("audit: %s", out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -99,16 +100,30 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, erro
 	return out, classify(err)
 }
 
-// available is the condition that a job of type $3 may be leased at $4.
-const available = `type = $3 AND ((state = 'open' AND due_at <= $4) OR (state = 'leased' AND locked_until <= $4))`
+// qActivate leases available jobs of type $3 at $4, oldest due first, at
+// most $5: open ones due, and leased ones whose lease ran out, each found
+// through its partial index and locked without waiting (SKIP LOCKED), so
+// that concurrent activations and the commands deciding about a job pass
+// over each other's rows.
+var qActivate = `WITH o AS (
+		SELECT id, due_at FROM jobs WHERE type = $3 AND state = 'open' AND due_at <= $4
+		ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED),
+	l AS (
+		SELECT id, due_at FROM jobs WHERE type = $3 AND state = 'leased' AND locked_until <= $4
+		ORDER BY locked_until LIMIT $5 FOR UPDATE SKIP LOCKED),
+	c AS (SELECT id FROM (SELECT id, due_at FROM o UNION ALL SELECT id, due_at FROM l) x ORDER BY due_at, id LIMIT $5)
+	UPDATE jobs j SET state = 'leased', worker = $1, locked_until = $2, rev = j.rev + 1
+	FROM c WHERE j.id = c.id
+	RETURNING ` + qualified("j", sqlstore.JobColumns)
 
-// qActivate leases available jobs, oldest due first, passing over those a
-// command or another activation holds; the outer condition is checked
-// again on rows that changed while the statement waited.
-const qActivate = `UPDATE jobs SET state = 'leased', worker = $1, locked_until = $2, rev = rev + 1
-	WHERE id IN (SELECT id FROM jobs WHERE ` + available + ` ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
-	AND ` + available + `
-	RETURNING ` + sqlstore.JobColumns
+// qualified prefixes each column of a column list with a table alias.
+func qualified(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
 
 // ActivateJobs leases available jobs.
 func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.Job, error) {

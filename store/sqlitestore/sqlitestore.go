@@ -85,6 +85,7 @@ type Store struct {
 	done   chan struct{}
 	closed sync.Once
 	stmts  map[string]*sql.Stmt
+	rstmts sync.Map // read statements prepared on rdb, by SQL (work.go)
 
 	// The writer goroutine's own state. dc is conn's driver connection:
 	// the commands' statements run on it directly, prepared once, without

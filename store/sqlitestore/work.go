@@ -3,8 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +36,39 @@ var workDialect = sqlstore.WorkDialect{
 	},
 }
 
+// prepared returns a read statement prepared on the reading connections
+// (database/sql prepares it on each connection it runs on, once).
+func (s *Store) readStmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := s.rstmts.Load(q); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.rdb.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	if prev, loaded := s.rstmts.LoadOrStore(q, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := s.readStmt(ctx, q)
+	if err != nil {
+		return s.rdb.QueryRowContext(ctx, q, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (s *Store) readRows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.readStmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
 func notFound(what, id string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s %s: %w", what, id, store.ErrNotFound)
@@ -43,7 +78,7 @@ func notFound(what, id string, err error) error {
 
 // Task reads a task.
 func (s *Store) Task(ctx context.Context, id string) (*store.Task, error) {
-	t, err := sqlstore.ScanTask(s.rdb.QueryRowContext(ctx, `SELECT `+sqlstore.TaskColumns+` FROM tasks WHERE id = ?`, id))
+	t, err := sqlstore.ScanTask(s.readRow(ctx, `SELECT `+sqlstore.TaskColumns+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
 		return nil, notFound("task", id, err)
 	}
@@ -53,7 +88,7 @@ func (s *Store) Task(ctx context.Context, id string) (*store.Task, error) {
 // Tasks lists tasks in inbox order.
 func (s *Store) Tasks(ctx context.Context, f store.TaskFilter) ([]*store.Task, error) {
 	q, args := sqlstore.TasksQuery(f, workDialect)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -71,7 +106,7 @@ func (s *Store) Tasks(ctx context.Context, f store.TaskFilter) ([]*store.Task, e
 
 // Job reads a job.
 func (s *Store) Job(ctx context.Context, id string) (*store.Job, error) {
-	j, err := sqlstore.ScanJob(s.rdb.QueryRowContext(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := sqlstore.ScanJob(s.readRow(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = ?`, id))
 	if err != nil {
 		return nil, notFound("job", id, err)
 	}
@@ -94,7 +129,7 @@ func scanJobs(rows *sql.Rows) ([]*store.Job, error) {
 // Jobs lists jobs by ID.
 func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, error) {
 	q, args := sqlstore.JobsQuery(f, param)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -103,12 +138,14 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, erro
 }
 
 // qActivate leases the available jobs of a type: open and due, or leased
-// with the lease run out, oldest due first.
+// with the lease run out, oldest due first, at most %d of them (the limit
+// is written out: SQLite prepares a statement again whenever the value
+// bound to a LIMIT parameter changes).
 const qActivate = `UPDATE jobs SET state = 'leased', worker = ?1, locked_until = ?2, rev = rev + 1
 	WHERE id IN (SELECT id FROM (
 		SELECT id, due_at FROM jobs WHERE type = ?3 AND state = 'open' AND due_at <= ?4
 		UNION ALL SELECT id, due_at FROM jobs WHERE type = ?3 AND state = 'leased' AND locked_until <= ?4
-	) ORDER BY due_at, id LIMIT ?5)
+	) ORDER BY due_at, id LIMIT %d)
 	RETURNING ` + sqlstore.JobColumns
 
 // ActivateJobs leases available jobs.
@@ -117,13 +154,10 @@ func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.
 		return nil, nil
 	}
 	var out []*store.Job
-	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, qActivate, a.Worker, a.Now.Add(a.LockFor).UnixNano(), a.Type, a.Now.UnixNano(), int64(a.Max))
-		if err != nil {
-			return classify(err)
-		}
-		out, err = scanJobs(rows)
-		return classify(err)
+	err := s.write(ctx, func(ctx context.Context, _ *sql.Conn) error {
+		var err error
+		out, err = s.activate(a)
+		return err
 	})
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].DueAt.Equal(out[j].DueAt) {
@@ -132,6 +166,89 @@ func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.
 		return out[i].ID < out[j].ID
 	})
 	return out, err
+}
+
+// activate runs qActivate on the writer's driver connection, prepared once
+// (only the writer goroutine calls it).
+func (s *Store) activate(a store.Activation) ([]*store.Job, error) {
+	st, err := s.prepared(fmt.Sprintf(qActivate, a.Max))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.q.QueryContext(context.Background(), s.bind([]any{a.Worker, a.Now.Add(a.LockFor).UnixNano(), a.Type, a.Now.UnixNano()}))
+	clear(s.args)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []*store.Job
+	vals := make([]driver.Value, len(rows.Columns()))
+	for {
+		err := rows.Next(vals)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, classify(err)
+		}
+		j, err := sqlstore.ScanJob(valuesRow(vals))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+}
+
+// valuesRow scans a row of driver values into the destinations ScanJob and
+// its kin use.
+type valuesRow []driver.Value
+
+func (r valuesRow) Scan(dest ...any) error {
+	if len(dest) != len(r) {
+		return fmt.Errorf("scan %d columns into %d values", len(r), len(dest))
+	}
+	for i, d := range dest {
+		v := r[i]
+		switch p := d.(type) {
+		case *string:
+			switch x := v.(type) {
+			case string:
+				*p = x
+			case []byte:
+				*p = string(x)
+			case nil:
+				*p = ""
+			default:
+				return fmt.Errorf("column %d: %T is not text", i, v)
+			}
+		case *[]byte:
+			switch x := v.(type) {
+			case []byte:
+				*p = append([]byte(nil), x...)
+			case string:
+				*p = []byte(x)
+			case nil:
+				*p = nil
+			default:
+				return fmt.Errorf("column %d: %T is not a blob", i, v)
+			}
+		case *int64:
+			x, ok := v.(int64)
+			if !ok {
+				return fmt.Errorf("column %d: %T is not an integer", i, v)
+			}
+			*p = x
+		case *int:
+			x, ok := v.(int64)
+			if !ok {
+				return fmt.Errorf("column %d: %T is not an integer", i, v)
+			}
+			*p = int(x)
+		default:
+			return fmt.Errorf("column %d: cannot scan into %T", i, d)
+		}
+	}
+	return nil
 }
 
 // ExpireLeases opens the jobs whose lease ran out.
@@ -162,7 +279,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) ([]string, erro
 
 // Incident reads an incident.
 func (s *Store) Incident(ctx context.Context, id string) (*store.Incident, error) {
-	i, err := sqlstore.ScanIncident(s.rdb.QueryRowContext(ctx, `SELECT `+sqlstore.IncidentColumns+` FROM incidents WHERE id = ?`, id))
+	i, err := sqlstore.ScanIncident(s.readRow(ctx, `SELECT `+sqlstore.IncidentColumns+` FROM incidents WHERE id = ?`, id))
 	if err != nil {
 		return nil, notFound("incident", id, err)
 	}
@@ -172,7 +289,7 @@ func (s *Store) Incident(ctx context.Context, id string) (*store.Incident, error
 // Incidents lists incidents by ID.
 func (s *Store) Incidents(ctx context.Context, f store.IncidentFilter) ([]*store.Incident, error) {
 	q, args := sqlstore.IncidentsQuery(f, param)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	rows, err := s.readRows(ctx, q, args...)
 	if err != nil {
 		return nil, readErr(err)
 	}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +170,16 @@ type WorkDialect struct {
 	HoldsAny func(col string, vals []string, arg func(v any) string) string
 }
 
+// limit is a LIMIT clause with the number written out: SQLite prepares a
+// statement again whenever the value bound to a LIMIT parameter changes,
+// so a literal keeps the statement prepared (there are few distinct limits).
+func limit(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return " LIMIT " + strconv.Itoa(n)
+}
+
 // TasksQuery is the query of Store.Tasks.
 func TasksQuery(f store.TaskFilter, d WorkDialect) (string, []any) {
 	var args []any
@@ -222,9 +233,7 @@ func TasksQuery(f store.TaskFilter, d WorkDialect) (string, []any) {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY priority DESC, created_at, id"
-	if f.Limit > 0 {
-		q += " LIMIT " + arg(int64(f.Limit))
-	}
+	q += limit(f.Limit)
 	return q, args
 }
 
@@ -252,10 +261,7 @@ func JobsQuery(f store.JobFilter, param func(n int) string) (string, []any) {
 	if f.Process != "" {
 		where = append(where, "process_id = "+arg(f.Process))
 	}
-	q := "SELECT " + JobColumns + " FROM jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT " + arg(int64(f.Limit))
-	}
+	q := "SELECT " + JobColumns + " FROM jobs WHERE " + strings.Join(where, " AND ") + " ORDER BY id" + limit(f.Limit)
 	return q, args
 }
 
@@ -277,10 +283,7 @@ func IncidentsQuery(f store.IncidentFilter, param func(n int) string) (string, [
 	if f.Process != "" {
 		where = append(where, "process_id = "+arg(f.Process))
 	}
-	q := "SELECT " + IncidentColumns + " FROM incidents WHERE " + strings.Join(where, " AND ") + " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT " + arg(int64(f.Limit))
-	}
+	q := "SELECT " + IncidentColumns + " FROM incidents WHERE " + strings.Join(where, " AND ") + " ORDER BY id" + limit(f.Limit)
 	return q, args
 }
 
