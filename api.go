@@ -39,6 +39,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 	if err != nil {
 		return nil, err
 	}
+	setTransients(env, req.Transient)
 	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.StartWith(g, env, pctx, req.Setup)
 		if err != nil {
@@ -448,7 +449,7 @@ func (e *Engine) CompleteToken(ctx context.Context, id string, req CompleteReque
 	if err != nil {
 		return nil, err
 	}
-	o.Arcs, o.Env = names, vals
+	o.Arcs, o.Env, o.Async, o.Transient = names, vals, req.Async, req.Transient
 	if ts := req.TokenSet; ts != nil {
 		o.TokenSet = &opTokenSet{Name: ts.Name, Count: ts.Count, Env: setEnv.Map(), MemberEnv: memberEnv}
 		if len(names) == 1 {
@@ -546,7 +547,7 @@ func (e *Engine) SendEvent(ctx context.Context, req EventRequest) (*Process, err
 	default:
 		return nil, &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("more than one executing process has context %v", sortedPairs(req.Match))}
 	}
-	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals, Request: request}, req.IdempotencyKey)
+	return e.onProcess(ctx, &op{Kind: opEvent, Process: ids[0], Match: req.Match, Node: req.Node, Env: vals, Request: request, Transient: req.Transient}, req.IdempotencyKey)
 }
 
 func sortedPairs(m map[string]string) []string {

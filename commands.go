@@ -41,6 +41,17 @@ type op struct {
 	// Request identifies the request the op carries out (see requestID),
 	// when it has an idempotency key: the key is bound to it.
 	Request string `json:"request,omitempty"`
+	// Async completes without running the new arc tokens (they wait in
+	// the queue for an execute_queued op).
+	Async bool `json:"async,omitempty"`
+	// Arc is the arc token index of a retry_arc op.
+	Arc int `json:"arc,omitempty"`
+	// Listener and Events name a process listener and its event types.
+	Listener string   `json:"listener,omitempty"`
+	Events   []string `json:"events,omitempty"`
+	// Transient are transient attributes for the command: never stored,
+	// so not in the inbox either (see Engine.transients).
+	Transient map[string]any `json:"-"`
 }
 
 // opKind names what an op does.
@@ -203,6 +214,9 @@ func (o *op) bind(res *outcome) commandFunc {
 		if o.Kind.isNet() {
 			return p, o.net(ke, p, c, res)
 		}
+		if o.Kind.isKernelOp() {
+			return o.kernelOp(ke, p)
+		}
 		switch o.Kind {
 		case opCancel:
 			return p, ke.Cancel(p)
@@ -288,13 +302,24 @@ func (o *op) complete(ke *kernel.Engine, t *kernel.NodeToken) error {
 		return &kernel.Error{Code: kernel.ErrTokenComplete.Code, Msg: fmt.Sprintf("node token %s is already complete", id)}
 	}
 	applyTokenPatch(t, o.Env)
+	for k, v := range o.Transient {
+		t.SetTransient(k, v)
+	}
 	if ts := o.TokenSet; ts != nil {
 		env := kernel.NewEnv()
 		for k, v := range ts.Env {
 			env.Set(k, v)
 		}
-		_, err := ke.CompleteWithNewTokenSet(t, ts.Arc, ts.Name, ts.Count, env, ts.MemberEnv)
+		var err error
+		if o.Async {
+			_, err = ke.CompleteWithNewTokenSetAsync(t, ts.Arc, ts.Name, ts.Count, env, ts.MemberEnv)
+		} else {
+			_, err = ke.CompleteWithNewTokenSet(t, ts.Arc, ts.Name, ts.Count, env, ts.MemberEnv)
+		}
 		return err
+	}
+	if o.Async {
+		return ke.CompleteAsync(t, o.Arcs...)
 	}
 	return ke.Complete(t, o.Arcs...)
 }
@@ -327,6 +352,7 @@ func (o *op) event(ke *kernel.Engine, p *kernel.Process) error {
 		return &kernel.Error{Code: ErrConflict.Code, Msg: fmt.Sprintf("process %s has %d candidates for %s", p.ID, len(found), what)}
 	}
 	applyPatch(p.Env, o.Env)
+	setTransients(p.Env, o.Transient)
 	p.Dirty = true
 	return ke.Complete(found[0])
 }

@@ -76,6 +76,12 @@ const DefaultIdempotencyTTL = 7 * 24 * time.Hour
 // keeps no state the store does not have (the tree cache is checked against
 // the store on every command), so several engines may share one database.
 type Engine struct {
+	// transients are the transient attributes of commands waiting in an
+	// inbox, by seq: they are not stored, so only this engine's drain
+	// gives them to the command (a command applied by another engine, or
+	// after a restart, runs without them).
+	transients sync.Map
+
 	store  store.Store
 	k      *kernel.Kernel
 	clock  func() time.Time
@@ -874,6 +880,7 @@ func (p *plan) prepare(e *Engine) error {
 		}
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
+		dropTransients(q)
 		q.Events = nil
 		q.Effects = nil
 		q.Dirty = false

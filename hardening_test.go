@@ -195,3 +195,181 @@ func TestArrivalOrderKept(t *testing.T) {
 		}
 	})
 }
+
+const defOps = `<process-definition name="ops" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc to="B"/></node>
+  <node name="B" type="wait"><guard>if vip then Accept else Discard</guard><arc to="G"/></node>
+  <node name="G" type="wait"><guard>if ready then Accept else delay until 1 day after now</guard><arc to="D"/></node>
+  <node name="D"><arc to="E"/></node>
+  <node name="E" type="wait"/>
+</process-definition>`
+
+// TestKernelOperationsDurable: every operation the reference gives
+// Sarasvati's engine, through the durable engine: finalising a process a
+// listener left pending completion or pending cancel, asynchronous
+// completion and running the queued arc tokens, re-evaluating a delayed
+// token on demand, executing a node a listener delayed, retrying an arc
+// token, process listeners, and transient attributes — each surviving a
+// restart of the engine on a durable store.
+func TestKernelOperationsDurable(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		var delayFinalize, delayNode bool
+		var heard int
+		newKernel := func() *kernel.Kernel {
+			k := kernel.New()
+			k.RegisterPredicate("vip", func(e *kernel.Engine, tok *kernel.NodeToken) (bool, error) {
+				v, _ := tok.FullEnv().Transient("vip")
+				return v == true, nil
+			})
+			k.AddGlobalListener("delays", kernel.ListenerFunc(func(e *kernel.Engine, ev *kernel.Event) kernel.EventActions {
+				switch {
+				case delayFinalize && ev.Type == kernel.ProcessPendingComplete:
+					return kernel.DelayFinalizeComplete
+				case delayFinalize && ev.Type == kernel.ProcessPendingCancel:
+					return kernel.DelayFinalizeCancel
+				case delayNode && ev.Type == kernel.NodeTokenAccepted && ev.NodeToken().Node.Name == "D":
+					return kernel.DelayNodeExecution
+				}
+				return 0
+			}))
+			k.RegisterListener("audit", kernel.ListenerFunc(func(*kernel.Engine, *kernel.Event) kernel.EventActions { heard++; return 0 }))
+			return k
+		}
+		place := b.place(t)
+		st := place()
+		e := open(t, st, veena.Options{Kernel: newKernel()})
+		reopen := func() {
+			if b.durable {
+				e.Close()
+				st = place()
+				e = open(t, st, veena.Options{Kernel: newKernel()})
+			}
+		}
+		defer func() { e.Close() }()
+		if _, _, err := e.LoadDefinition(ctx, "ops.wf.xml", []byte(defOps), ""); err != nil {
+			t.Fatal(err)
+		}
+		state := func(id, want string) {
+			t.Helper()
+			p, err := e.Process(ctx, id)
+			if err != nil || p.State != want {
+				t.Fatalf("process %s: %+v %v, want %s", id, p, err, want)
+			}
+		}
+
+		// Transient attributes: seen by the guard in the command that
+		// carries them, never stored, gone for the next command.
+		p := start(t, e, veena.StartRequest{Definition: "ops", Env: map[string]any{"ready": false}, Transient: map[string]any{"vip": true}})
+		if _, ok := p.Env["vip"]; ok {
+			t.Fatal("a transient attribute was answered")
+		}
+		a := one(t, e, p.ID, "A")
+		complete(t, e, a, veena.CompleteRequest{Transient: map[string]any{"vip": true}, Async: true})
+		// Asynchronous completion: B's arc token waits in the queue.
+		h, _ := e.Tokens(ctx, p.ID)
+		if len(h.ArcTokens) != 1 || !h.ArcTokens[0].Pending || len(active(t, e, p.ID, "B")) != 0 {
+			t.Fatalf("after an asynchronous completion: %+v", h.ArcTokens)
+		}
+		reopen()
+		// The transient of the completion is gone: B (vip) is discarded
+		// when the queue runs later.
+		if _, err := e.ExecuteQueuedArcTokens(ctx, p.ID, "q1"); err != nil {
+			t.Fatal(err)
+		}
+		if tok, _ := e.NodeToken(ctx, p.ID+".n2"); tok == nil || tok.Node != "B" || tok.GuardAction == nil || *tok.GuardAction != "discard" {
+			t.Fatalf("B after the queue ran without the transient: %+v", tok)
+		}
+
+		// Again, with the transient on the command that runs B.
+		p = start(t, e, veena.StartRequest{Definition: "ops", Env: map[string]any{"ready": false}})
+		complete(t, e, one(t, e, p.ID, "A"), veena.CompleteRequest{Transient: map[string]any{"vip": true}})
+		bTok := one(t, e, p.ID, "B")
+		// Re-evaluating a delayed token on demand.
+		complete(t, e, bTok, veena.CompleteRequest{})
+		g := one(t, e, p.ID, "G")
+		if tok, _ := e.NodeToken(ctx, g); *tok.GuardAction != "delay" {
+			t.Fatalf("G is %v, want delayed", *tok.GuardAction)
+		}
+		_, err := e.ReevaluateDelayedToken(ctx, bTok, "")
+		wantCode(t, err, "token_complete")
+		if _, err := e.PatchProcessEnv(ctx, p.ID, map[string]any{"ready": true}, ""); err != nil {
+			t.Fatal(err)
+		}
+		reopen()
+		if _, err := e.ReevaluateDelayedToken(ctx, g, "re"); err != nil {
+			t.Fatal(err)
+		}
+		if tok, _ := e.NodeToken(ctx, g); *tok.GuardAction != "accept" {
+			t.Fatalf("G after re-evaluation: %v", *tok.GuardAction)
+		}
+		_, err = e.ReevaluateDelayedToken(ctx, g, "")
+		wantCode(t, err, "token_not_delayed")
+
+		// A process listener, stored with the process.
+		if _, err := e.AddProcessListener(ctx, p.ID, "audit", []string{"NODE_TOKEN_COMPLETED"}, ""); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.AddProcessListener(ctx, p.ID, "nobody", nil, "")
+		wantCode(t, err, "not_found")
+		_, err = e.AddProcessListener(ctx, p.ID, "audit", []string{"NO_SUCH_EVENT"}, "")
+		wantCode(t, err, "invalid_argument")
+		reopen()
+		// Executing a node a listener delayed.
+		delayNode = true
+		heard = 0
+		complete(t, e, g, veena.CompleteRequest{})
+		d := one(t, e, p.ID, "D")
+		if heard != 1 {
+			t.Fatalf("the process listener heard %d completions, want 1 (G)", heard)
+		}
+		delayNode = false
+		reopen()
+		if _, err := e.ExecuteNode(ctx, d, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if heard != 2 || len(active(t, e, p.ID, "E")) != 1 {
+			t.Fatalf("after executing D: heard %d, E %v", heard, active(t, e, p.ID, "E"))
+		}
+		if _, err := e.RemoveProcessListener(ctx, p.ID, "audit", nil, ""); err != nil {
+			t.Fatal(err)
+		}
+
+		// Finalising what a listener left pending.
+		delayFinalize = true
+		_, err = e.FinalizeComplete(ctx, p.ID, "")
+		wantCode(t, err, "process_not_executing")
+		complete(t, e, one(t, e, p.ID, "E"), veena.CompleteRequest{})
+		state(p.ID, "pending_completion")
+		if heard != 2 {
+			t.Fatal("the removed listener still heard")
+		}
+		_, err = e.CancelProcess(ctx, p.ID, "")
+		wantCode(t, err, "process_not_executing")
+		reopen()
+		if _, err := e.FinalizeComplete(ctx, p.ID, "f1"); err != nil {
+			t.Fatal(err)
+		}
+		state(p.ID, "completed")
+		q := start(t, e, veena.StartRequest{Definition: "ops", Env: map[string]any{"ready": false}})
+		if _, err := e.CancelProcess(ctx, q.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		state(q.ID, "pending_cancel")
+		_, err = e.FinalizeComplete(ctx, q.ID, "")
+		wantCode(t, err, "process_not_executing")
+		reopen()
+		if _, err := e.FinalizeCancel(ctx, q.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		state(q.ID, "canceled")
+
+		// Retrying an arc token: one that is complete does nothing; an
+		// unknown one is not found.
+		if _, err := e.RetryArcToken(ctx, p.ID+".a1", ""); err == nil {
+			t.Fatal("retrying an arc token of a completed process")
+		}
+		_, err = e.RetryArcToken(ctx, p.ID+".a99", "")
+		wantCode(t, err, "not_found")
+	})
+}

@@ -69,6 +69,10 @@ func (e *Engine) enqueue(ctx context.Context, root, key string, o *op, ticket *l
 		return nil, storeError("queue the command", err)
 	}
 	e.locks.queuedAt(ticket, c.Seq)
+	if len(o.Transient) > 0 {
+		e.transients.Store(c.Seq, o.Transient)
+		defer e.transients.Delete(c.Seq)
+	}
 	if err := e.drain(ctx, root, c.Seq); err != nil {
 		return nil, err
 	}
@@ -129,6 +133,9 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 		var o op
 		if err := json.Unmarshal(c.Payload, &o); err != nil {
 			return invalid("command %d: %v", c.Seq, err)
+		}
+		if tr, ok := e.transients.Load(c.Seq); ok {
+			o.Transient = tr.(map[string]any)
 		}
 		var out *outcome
 		if c.Key != "" {

@@ -170,6 +170,12 @@ type StartRequest struct {
 	// Setup, if set, prepares the new process before its start nodes run:
 	// a format's initial state (see kernel.Engine.StartWith).
 	Setup func(p *kernel.Process) error
+	// Transient are transient attributes of the process environment (any
+	// Go values) for the command: guards, scripts, node types and
+	// listeners see them while it runs; they are never stored nor
+	// answered, and the next command does not see them. They are not part
+	// of the request an idempotency key is bound to.
+	Transient map[string]any
 	// User is who starts the process, for the audit trail.
 	User string
 	// Attachments are the process's named document references from the
@@ -184,6 +190,13 @@ type CompleteRequest struct {
 	Env            map[string]any // merged into the token's env first; nil values remove
 	TokenSet       *TokenSetRequest
 	IdempotencyKey string
+	// Async completes the token but leaves its new arc tokens pending, for
+	// Engine.ExecuteQueuedArcTokens to run (Sarasvati's
+	// completeAsynchronous).
+	Async bool
+	// Transient are transient attributes set on the token's environment
+	// for this command only (see StartRequest.Transient).
+	Transient map[string]any
 }
 
 // EventRequest is an incoming event, routed by context (see SendEvent).
@@ -192,6 +205,10 @@ type EventRequest struct {
 	Node           string            // the node whose active token the event completes; "" for the only one
 	Env            map[string]any    // merged into the process environment
 	IdempotencyKey string
+	// Transient are transient attributes set on the process environment
+	// for this command only: never stored, never answered (see
+	// StartRequest.Transient).
+	Transient map[string]any
 }
 
 // TokenSetRequest completes with a new token set on the single arc name given in Arcs.

@@ -1065,6 +1065,17 @@ func (p *Process) DelayedTokens() []*NodeToken {
 // with set environment env and per-member attributes memberEnv (element i of
 // each list goes to member i). The process then runs on.
 func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, count int, env *Env, memberEnv map[string][]Value) (set *TokenSet, err error) {
+	return e.completeWithNewTokenSet(t, arcName, setName, count, env, memberEnv, false)
+}
+
+// CompleteWithNewTokenSetAsync is CompleteWithNewTokenSet that leaves the
+// set's arc tokens pending in the queue, for ExecuteQueuedArcTokens to run
+// later (Sarasvati's asynchronous completion with a new token set).
+func (e *Engine) CompleteWithNewTokenSetAsync(t *NodeToken, arcName, setName string, count int, env *Env, memberEnv map[string][]Value) (set *TokenSet, err error) {
+	return e.completeWithNewTokenSet(t, arcName, setName, count, env, memberEnv, true)
+}
+
+func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, count int, env *Env, memberEnv map[string][]Value, async bool) (set *TokenSet, err error) {
 	err = e.run(t.Process, func() {
 		e.checkCompletable(t)
 		if count < 1 {
@@ -1101,11 +1112,16 @@ func (e *Engine) CompleteWithNewTokenSet(t *NodeToken, arcName, setName string, 
 					a := e.newArcToken(p, arc, t, Forward, nil)
 					a.Sets = sets
 					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
-					e.enqueue(p, a)
+					if async && p.inLoop {
+						e.mutP(p)
+						p.asyncQueue = append(p.asyncQueue, a)
+					} else {
+						e.enqueue(p, a)
+					}
 				}
 			}
 		}
-		if p.State == Executing && !p.inLoop {
+		if !async && p.State == Executing && !p.inLoop {
 			e.executeQueuedArcTokens(p)
 		}
 	})

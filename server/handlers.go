@@ -382,6 +382,9 @@ type StartBody struct {
 	Context     pairs              `json:"context,omitempty"`
 	Attachments []veena.Attachment `json:"attachments,omitempty"`
 	User        string             `json:"user,omitempty"`
+	// Transient attributes of the process environment, for this command
+	// only: never stored, never answered.
+	Transient map[string]any `json:"transient,omitempty"`
 }
 
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
@@ -415,6 +418,7 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 		Attachments:    body.Attachments,
 		User:           who.User,
+		Transient:      body.Transient,
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -746,6 +750,11 @@ type CompleteBody struct {
 	Arcs     *[]*string    `json:"arcs,omitempty"`
 	Env      attrs         `json:"env,omitempty"`
 	TokenSet *TokenSetBody `json:"tokenSet,omitempty"`
+	// Async completes the token but leaves its new arc tokens pending
+	// until POST /processes/{id}/execute-queued.
+	Async bool `json:"async,omitempty"`
+	// Transient attributes of the token, for this command only.
+	Transient map[string]any `json:"transient,omitempty"`
 }
 
 // TokenSetBody asks for a new token set on completion.
@@ -761,7 +770,7 @@ func (s *Server) completeToken(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &body, true) {
 		return
 	}
-	req := veena.CompleteRequest{IdempotencyKey: r.Header.Get("Idempotency-Key")}
+	req := veena.CompleteRequest{IdempotencyKey: r.Header.Get("Idempotency-Key"), Async: body.Async, Transient: body.Transient}
 	if body.Arcs != nil {
 		req.Arcs = *body.Arcs
 		if req.Arcs == nil {
@@ -832,6 +841,9 @@ type EventBody struct {
 	Match pairs  `json:"match"`
 	Node  string `json:"node,omitempty"`
 	Env   attrs  `json:"env,omitempty"`
+	// Transient attributes of the process environment, for this command
+	// only.
+	Transient map[string]any `json:"transient,omitempty"`
 
 	Name    string          `json:"name,omitempty"`
 	Context pairs           `json:"context,omitempty"`
@@ -875,7 +887,50 @@ func (s *Server) sendEvent(w http.ResponseWriter, r *http.Request) {
 		Node:           body.Node,
 		Env:            env,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Transient:      body.Transient,
 	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// ListenerBody is the body of POST /api/v1/processes/{id}/listeners: a
+// listener registered with the engine and the event types it hears (none:
+// all).
+type ListenerBody struct {
+	Name   string   `json:"name"`
+	Events []string `json:"events,omitempty"`
+}
+
+func (s *Server) addListener(w http.ResponseWriter, r *http.Request) {
+	var body ListenerBody
+	if !s.decodeJSON(w, r, &body, false) {
+		return
+	}
+	if body.Name == "" {
+		badRequest(w, "name: the registered listener to subscribe the process to is required")
+		return
+	}
+	p, err := s.cfg.Engine.AddProcessListener(r.Context(), r.PathValue("id"), body.Name, body.Events, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// removeListener unsubscribes a process from a listener; ?events= (comma
+// separated) for some event types only.
+func (s *Server) removeListener(w http.ResponseWriter, r *http.Request) {
+	var events []string
+	for _, e := range strings.Split(r.URL.Query().Get("events"), ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			events = append(events, e)
+		}
+	}
+	p, err := s.cfg.Engine.RemoveProcessListener(r.Context(), r.PathValue("id"), r.PathValue("name"), events, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

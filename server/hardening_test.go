@@ -355,3 +355,64 @@ func TestIdempotencyKeyReusedAnswers422(t *testing.T) {
 		t.Fatal("a refused request changed p2")
 	}
 }
+
+const defDelayed = `<process-definition name="delayed" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc to="G"/></node>
+  <node name="G" type="wait"><guard>if ready then Accept else delay until 1 day after now</guard></node>
+</process-definition>`
+
+// TestKernelOperationsOverHTTP: the engine's Sarasvati operations over
+// HTTP: asynchronous completion and execute-queued, re-evaluating a
+// delayed token, finalising a process left pending, process listeners and
+// transient attributes (never answered).
+func TestKernelOperationsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, backends(t)[1], envOptions{engine: func(o *veena.Options) {
+		o.Kernel = kernel.New()
+		o.Kernel.AddDefinitionListener("ab", "hold", kernel.ListenerFunc(func(*kernel.Engine, *kernel.Event) kernel.EventActions {
+			return kernel.DelayFinalizeComplete
+		}), kernel.ProcessPendingComplete)
+		o.Kernel.RegisterListener("audit", kernel.ListenerFunc(func(*kernel.Engine, *kernel.Event) kernel.EventActions { return 0 }))
+	}})
+	e.load(testutil.DefAB)
+	e.load(defDelayed)
+	r := e.post("/api/v1/processes", `{"definition":"delayed","env":{"ready":false},"transient":{"secret":{"a":[1,2]}}}`)
+	e.want(r, http.StatusCreated, "")
+	if strings.Contains(string(r.body), "secret") {
+		t.Fatalf("a transient attribute was answered: %s", r.body)
+	}
+	var p veena.Process
+	r.decode(t, &p)
+	e.want(e.complete(e.active(p.ID, "A"), `{"async":true,"transient":{"x":1}}`), http.StatusOK, "")
+	if h := e.history(p.ID); len(h.ArcTokens) != 1 || !h.ArcTokens[0].Pending {
+		t.Fatalf("after an asynchronous completion: %+v", h.ArcTokens)
+	}
+	e.want(e.post("/api/v1/processes/"+p.ID+"/execute-queued", `{}`), http.StatusOK, "")
+	g := e.active(p.ID, "G")
+	e.want(e.post("/api/v1/node-tokens/"+g+"/reevaluate", ``), http.StatusOK, "") // still not ready: delayed again
+	e.want(e.do(req{method: "PATCH", path: "/api/v1/processes/" + p.ID + "/env", body: `{"ready":true}`}), http.StatusOK, "")
+	e.want(e.post("/api/v1/node-tokens/"+g+"/reevaluate", `{}`), http.StatusOK, "")
+	e.want(e.post("/api/v1/node-tokens/"+g+"/reevaluate", `{}`), http.StatusConflict, "token_not_delayed")
+	e.want(e.post("/api/v1/processes/"+p.ID+"/finalize-complete", `{}`), http.StatusConflict, "process_not_executing")
+	e.want(e.post("/api/v1/arc-tokens/"+p.ID+".a9/retry", `{}`), http.StatusNotFound, "not_found")
+	e.want(e.post("/api/v1/processes/"+p.ID+"/listeners", `{"name":"nobody"}`), http.StatusNotFound, "not_found")
+	e.want(e.post("/api/v1/processes/"+p.ID+"/listeners", `{"name":"audit","events":["NODE_TOKEN_COMPLETED"]}`), http.StatusOK, "")
+	e.want(e.do(req{method: "DELETE", path: "/api/v1/processes/" + p.ID + "/listeners/audit"}), http.StatusOK, "")
+
+	// A listener holds "ab" pending completion; finalize-complete ends it.
+	q := e.start("ab", "")
+	for _, n := range []string{"A", "B"} {
+		e.want(e.complete(e.active(q.ID, n), `{}`), http.StatusOK, "")
+	}
+	r = e.get("/api/v1/processes/" + q.ID)
+	if !strings.Contains(string(r.body), `"state":"pending_completion"`) {
+		t.Fatalf("process held by the listener: %s", r.body)
+	}
+	e.want(e.post("/api/v1/processes/"+q.ID+"/cancel", `{}`), http.StatusConflict, "process_not_executing")
+	r = e.post("/api/v1/processes/"+q.ID+"/finalize-complete", `{}`)
+	e.want(r, http.StatusOK, "")
+	if !strings.Contains(string(r.body), `"state":"completed"`) {
+		t.Fatalf("after finalize-complete: %s", r.body)
+	}
+	e.want(e.post("/api/v1/processes/"+q.ID+"/finalize-cancel", `{}`), http.StatusConflict, "process_not_executing")
+}

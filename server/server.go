@@ -34,6 +34,14 @@ type Engine interface {
 	CancelProcess(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
 	Tokens(ctx context.Context, processID string) (*veena.TokenHistory, error)
 	TokenPage(ctx context.Context, processID, after string, limit int) (*veena.TokenHistory, error)
+	FinalizeComplete(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
+	FinalizeCancel(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
+	ExecuteQueuedArcTokens(ctx context.Context, id, idempotencyKey string) (*veena.Process, error)
+	ReevaluateDelayedToken(ctx context.Context, tokenID, idempotencyKey string) (*veena.Process, error)
+	ExecuteNode(ctx context.Context, tokenID, idempotencyKey string) (*veena.Process, error)
+	RetryArcToken(ctx context.Context, arcTokenID, idempotencyKey string) (*veena.Process, error)
+	AddProcessListener(ctx context.Context, id, listener string, events []string, idempotencyKey string) (*veena.Process, error)
+	RemoveProcessListener(ctx context.Context, id, listener string, events []string, idempotencyKey string) (*veena.Process, error)
 	EachToken(ctx context.Context, processID string, node func(*veena.NodeToken) error, arc func(*veena.ArcToken) error) error
 	Events(ctx context.Context, processID string, afterSeq int64, limit int) ([]veena.Event, error)
 	Subscribe(processID string) (<-chan veena.Event, func())
@@ -148,6 +156,26 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/node-tokens/{id}", auth.RoleViewer, s.getNodeToken)
 	s.handle("POST", "/api/v1/node-tokens/{id}/complete", auth.RoleOperator, s.completeToken)
 	s.handle("POST", "/api/v1/node-tokens/{id}/backtrack", auth.RoleOperator, s.backtrack)
+	s.handle("POST", "/api/v1/node-tokens/{id}/reevaluate", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		s.command(w, r, s.cfg.Engine.ReevaluateDelayedToken)
+	})
+	s.handle("POST", "/api/v1/node-tokens/{id}/execute", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		s.command(w, r, s.cfg.Engine.ExecuteNode)
+	})
+	s.handle("POST", "/api/v1/arc-tokens/{id}/retry", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		s.command(w, r, s.cfg.Engine.RetryArcToken)
+	})
+	s.handle("POST", "/api/v1/processes/{id}/finalize-complete", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		s.command(w, r, s.cfg.Engine.FinalizeComplete)
+	})
+	s.handle("POST", "/api/v1/processes/{id}/finalize-cancel", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		s.command(w, r, s.cfg.Engine.FinalizeCancel)
+	})
+	s.handle("POST", "/api/v1/processes/{id}/execute-queued", auth.RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		s.command(w, r, s.cfg.Engine.ExecuteQueuedArcTokens)
+	})
+	s.handle("POST", "/api/v1/processes/{id}/listeners", auth.RoleOperator, s.addListener)
+	s.handle("DELETE", "/api/v1/processes/{id}/listeners/{name}", auth.RoleOperator, s.removeListener)
 	s.handle("GET", "/api/v1/node-tokens/{id}/env", auth.RoleViewer, s.getTokenEnv)
 	s.handle("PATCH", "/api/v1/node-tokens/{id}/env", auth.RoleOperator, s.patchTokenEnv)
 
