@@ -143,7 +143,7 @@ func TestNetConsoleInBrowser(t *testing.T) {
 	if n := b.num(`document.querySelector('.net-host').netLabels().length`); n != 19 {
 		t.Errorf("%d drawn elements, want 19 (9 nodes, 10 arcs)", n)
 	}
-	b.click("[data-action=analyse]")
+	b.click("[data-read=analyse]")
 	b.wait("the analysis", `document.querySelector('[data-analysis=live]') !== null`)
 	for k, want := range map[string]string{"explored": "6 states, 11 edges", "live": "yes", "reversible": "yes", "deadlock-free": "yes", "bounded": "yes (at most 1 token in a place)"} {
 		if got := b.str(fmt.Sprintf(`document.querySelector('[data-analysis=%q]').textContent`, k)); got != want {
@@ -155,7 +155,7 @@ func TestNetConsoleInBrowser(t *testing.T) {
 	// 2. A Sarasvati graph whose AND join follows a choice: the analysis
 	// names the stuck join with a firing sequence.
 	b.loadDefinition("choose-then-join", stuckJoin)
-	b.click("[data-action=analyse]")
+	b.click("[data-read=analyse]")
 	b.wait("the stuck joins", `document.querySelectorAll('.stuck-joins li').length === 2`)
 	if got := b.str(`document.querySelector('.stuck-joins').innerText`); !strings.Contains(got, "and join of close waits on ship->close after receive leaves 'accept'") {
 		t.Errorf("stuck joins read %q", got)

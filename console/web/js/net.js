@@ -325,7 +325,7 @@ const yes = (v) => (v === null || v === undefined ? 'unknown' : v ? 'yes' : 'no'
 export function analysisPanel(def) {
   const out = h('div.analysis-result', { 'aria-live': 'polite' });
   const btn = h('button', {
-    type: 'button', 'data-action': 'analyse',
+    type: 'button', 'data-read': 'analyse', // a read: offered to viewers too
     onclick: async () => {
       btn.disabled = true;
       clear(out).append(h('p.muted', 'Exploring the state space…'));
