@@ -727,7 +727,7 @@ type plan struct {
 	correlations []correlationWrite
 	waiting      []store.Correlation
 	signals      []string
-	timerStarts  []timerStart // timer start events that fired: processes to start
+	timerStarts  []timerStart      // timer start events that fired: processes to start
 	ctxPut       []*kernel.Process // processes whose context starts to count or changed
 	ctxDrop      []string          // processes whose context stops counting
 	unique       []string
