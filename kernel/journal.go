@@ -57,6 +57,11 @@ type procSave struct {
 	nSets      int
 	nEvents    int
 	nNames     int
+	nEffects   int
+	listeners  []ListenerRef
+	context    map[string]string
+	ext        Extension // formats change it after SaveProcess (Engine.SaveProcess)
+	extData    []byte
 	active     [2]int // activeNodes, activeArcs
 	state      State
 	dirty      bool
@@ -72,6 +77,8 @@ type nodeSave struct {
 	delayUntil  time.Time
 	completeSeq int64
 	delayCount  int
+	work        WorkFlags
+	notes       map[string]string // replaced, never changed in place
 	guard       GuardAction
 	exec        ExecutionType
 	complete    bool
@@ -113,7 +120,8 @@ func (j *journal) saveProc(p *Process) {
 	s := &j.procs[len(j.procs)-1]
 	*s = procSave{p: p, env: p.Env, asyncQueue: p.asyncQueue, updatedAt: p.UpdatedAt, seq: p.Seq, eventSeq: p.EventSeq,
 		nNested: len(p.Nested), nNodes: len(p.NodeTokens), nArcs: len(p.ArcTokens), nSets: len(p.TokenSets),
-		nEvents: len(p.Events), nNames: len(p.eventNames), active: [2]int{p.activeNodes, p.activeArcs},
+		nEvents: len(p.Events), nNames: len(p.eventNames), nEffects: len(p.Effects),
+		listeners: p.Listeners, context: p.Context, ext: p.Ext, extData: p.ExtData, active: [2]int{p.activeNodes, p.activeArcs},
 		state: p.State, dirty: p.Dirty, inLoop: p.inLoop}
 	if p.waiting != nil {
 		n := len(j.waitBuf)
@@ -133,7 +141,7 @@ func (j *journal) saveProc(p *Process) {
 func (j *journal) saveNode(t *NodeToken) {
 	t.epoch = j.epoch
 	j.nodes = append(j.nodes, nodeSave{t: t, children: t.Children, parents: t.Parents, env: t.Env,
-		completedAt: t.CompletedAt, delayUntil: t.DelayUntil, completeSeq: t.CompleteSeq, delayCount: t.DelayCount,
+		completedAt: t.CompletedAt, delayUntil: t.DelayUntil, completeSeq: t.CompleteSeq, delayCount: t.DelayCount, work: t.Work, notes: t.Notes,
 		guard: t.GuardAction, exec: t.ExecType, complete: t.Complete, active: t.active})
 }
 
@@ -170,6 +178,7 @@ func (j *journal) rollback() {
 		t := s.t
 		t.Children, t.Parents, t.Env = s.children, s.parents, s.env
 		t.CompletedAt, t.DelayUntil, t.CompleteSeq, t.DelayCount = s.completedAt, s.delayUntil, s.completeSeq, s.delayCount
+		t.Work, t.Notes = s.work, s.notes
 		t.GuardAction, t.ExecType, t.Complete, t.active = s.guard, s.exec, s.complete, s.active
 	}
 	for i := len(j.procs) - 1; i >= 0; i-- {
@@ -178,6 +187,8 @@ func (j *journal) rollback() {
 		p.Env, p.asyncQueue, p.UpdatedAt, p.Seq, p.EventSeq = s.env, s.asyncQueue, s.updatedAt, s.seq, s.eventSeq
 		p.Nested, p.NodeTokens, p.ArcTokens, p.TokenSets = p.Nested[:s.nNested], p.NodeTokens[:s.nNodes], p.ArcTokens[:s.nArcs], p.TokenSets[:s.nSets]
 		p.Events, p.eventNames = p.Events[:s.nEvents], p.eventNames[:s.nNames]
+		p.Effects = p.Effects[:s.nEffects]
+		p.Listeners, p.Context, p.Ext, p.ExtData = s.listeners, s.context, s.ext, s.extData
 		p.activeNodes, p.activeArcs = s.active[0], s.active[1]
 		p.State, p.Dirty, p.inLoop = s.state, s.dirty, s.inLoop
 		p.waiting, p.readyArcs = s.waitingArr, s.readyArr

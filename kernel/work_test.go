@@ -368,3 +368,33 @@ func TestTaskDeclarationFromEnvFails(t *testing.T) {
 		t.Fatalf("err %v, want one naming the attribute", err)
 	}
 }
+
+type failNode struct{}
+
+func (failNode) Execute(e *Engine, t *NodeToken) error { return errors.New("boom") }
+
+// A command that fails after it ended a token's work and offered another
+// job leaves the token holding its task and no effect behind: the undo
+// journal restores work flags and effects.
+func TestFailedCommandKeepsWork(t *testing.T) {
+	k := testKernel()
+	k.RegisterNodeType("boom", func(n *graph.Node) (NodeType, error) { return failNode{}, nil })
+	g := mkGraph(t, "rollback-work",
+		N{Name: "start", Start: true, Arcs: []string{"approve"}},
+		N{Name: "approve", Type: graph.TypeWait, Arcs: []string{"pay", "X"}, Custom: taskEl("label", "Approve")},
+		N{Name: "pay", Type: graph.TypeWait, Custom: jobEl("pay")},
+		N{Name: "X", Type: "boom"})
+	p := start(t, k, g, NewEnv())
+	tok := token(t, p, "approve")
+	clearEffects(p)
+	err := k.Engine(t0).CompleteTask(tok, WorkResult{User: "alice"})
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("completing the task: %v, want boom", err)
+	}
+	if !tok.Holds(HoldsTask) || tok.Complete {
+		t.Fatalf("after the failed command the token holds %b (complete %v), want its task", tok.Work, tok.Complete)
+	}
+	if efs := effects(p); len(efs) != 0 {
+		t.Fatalf("the failed command left effects: %s", kinds(efs))
+	}
+}
