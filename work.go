@@ -902,6 +902,9 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 	}
 	deadline := time.Now().Add(req.Wait)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		var w *jobWaiter
 		if req.Wait > 0 {
 			// Wait in line before looking, so that a job offered after the
@@ -912,6 +915,15 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 		if err != nil {
 			e.stopWaiting(req.Type, w)
 			return nil, storeError("activate jobs", err)
+		}
+		if len(rows) > 0 && ctx.Err() != nil {
+			// The caller went away while the jobs were leased (a worker
+			// stopping, a long poll whose client hung up): nobody will run
+			// them, so they are offered again rather than held to the end
+			// of the lease.
+			e.stopWaiting(req.Type, w)
+			e.yieldJobs(rows)
+			return nil, ctx.Err()
 		}
 		if len(rows) > 0 || req.Wait == 0 {
 			e.stopWaiting(req.Type, w)
@@ -935,15 +947,47 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 		timer := time.NewTimer(min(left, poll))
 		select {
 		case <-w.ch:
+			if ctx.Err() != nil {
+				timer.Stop()
+				e.wakeJobs([]string{req.Type}) // to the next in line
+				return nil, ctx.Err()
+			}
 		case <-timer.C:
 			e.stopWaiting(req.Type, w)
 		case <-ctx.Done():
 			timer.Stop()
-			e.stopWaiting(req.Type, w)
+			if !e.stopWaiting(req.Type, w) {
+				// Woken as the caller went away: the wake-up goes to the
+				// next in line.
+				e.wakeJobs([]string{req.Type})
+			}
 			return nil, ctx.Err()
 		}
 		timer.Stop()
 	}
+}
+
+// yieldJobs offers again jobs an activation leased for nobody: each is
+// open again (at the revision leased; a job a command changed since is
+// left alone) and wakes a waiting activation.
+func (e *Engine) yieldJobs(rows []*store.Job) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var types []string
+	for _, r := range rows {
+		open := *r
+		open.State, open.LockedUntil = store.JobOpen, time.Time{}
+		err := e.store.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutJob(ctx, &open) })
+		if err != nil {
+			if !errors.Is(err, store.ErrStale) {
+				e.log.Warn("veena: offer a job again", "job", r.ID, "err", err)
+			}
+			continue
+		}
+		e.rows.putJob(open)
+		types = append(types, r.Type)
+	}
+	e.wakeJobs(types)
 }
 
 // jobWaiter is an activation waiting for jobs of a type in this engine.
@@ -961,23 +1005,27 @@ func (e *Engine) waitForJobs(typ string) *jobWaiter {
 	return w
 }
 
-// stopWaiting takes a waiter out of line (if it is still in it).
-func (e *Engine) stopWaiting(typ string, w *jobWaiter) {
+// stopWaiting takes a waiter out of line, reporting whether it was still
+// in it (false: it was woken).
+func (e *Engine) stopWaiting(typ string, w *jobWaiter) bool {
 	if w == nil {
-		return
+		return true
 	}
 	e.jobMu.Lock()
 	defer e.jobMu.Unlock()
 	l := e.jobWait[typ]
+	found := false
 	for i, x := range l {
 		if x == w {
 			e.jobWait[typ] = append(l[:i], l[i+1:]...)
+			found = true
 			break
 		}
 	}
 	if len(e.jobWait[typ]) == 0 {
 		delete(e.jobWait, typ)
 	}
+	return found
 }
 
 // wakeJobs wakes the waiting activations, first in line first, one for

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/store"
+	"github.com/veena-wf/veena/store/memstore"
 )
 
 var (
@@ -531,6 +533,50 @@ func TestActivationWaits(t *testing.T) {
 	}
 	_, err = e.ActivateJobs(ctx, veena.ActivateRequest{Worker: "w"})
 	wantCode(t, err, "invalid_argument")
+}
+
+// hangUpStore runs a callback after each job activation (a caller hanging
+// up while its jobs were leased).
+type hangUpStore struct {
+	store.Store
+	after func()
+}
+
+func (s hangUpStore) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.Job, error) {
+	jobs, err := s.Store.ActivateJobs(ctx, a)
+	s.after()
+	return jobs, err
+}
+
+// An activation whose caller went away while it leased jobs (a worker
+// stopping, a long poll whose client hung up) offers them again at once
+// instead of holding them to the end of the lease.
+func TestActivationForNobodyOffersAgain(t *testing.T) {
+	ctx := context.Background()
+	actx, hangUp := context.WithCancel(ctx)
+	var once sync.Once
+	e := open(t, hangUpStore{memstore.New(), func() { once.Do(hangUp) }}, veena.Options{})
+	defer e.Close()
+	load(t, e, "approval")
+	p := start(t, e, veena.StartRequest{Definition: "approval", Env: map[string]any{"priority": 50}})
+	task := oneTask(t, e, veena.TaskFilter{Process: p.ID})
+	if _, err := e.CompleteTask(ctx, task.ID, veena.CompleteTaskRequest{Actor: alice, Outcome: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := e.ActivateJobs(actx, veena.ActivateRequest{Type: "charge-card", Worker: "gone", Wait: time.Second})
+	if !errors.Is(err, context.Canceled) || len(jobs) != 0 {
+		t.Fatalf("activation for a caller who left: %v, %v", jobs, err)
+	}
+	jobs, err = e.ActivateJobs(ctx, veena.ActivateRequest{Type: "charge-card", Worker: "w2"})
+	if err != nil || len(jobs) != 1 || jobs[0].Worker == nil || *jobs[0].Worker != "w2" {
+		t.Fatalf("the job was not offered again: %+v, %v", jobs, err)
+	}
+	if _, err := e.CompleteJob(ctx, jobs[0].ID, veena.CompleteJobRequest{Worker: "w2"}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := e.Process(ctx, p.ID); q.State != "completed" {
+		t.Fatalf("process %s", q.State)
+	}
 }
 
 // Commands on work items that do not exist, and bad arguments.

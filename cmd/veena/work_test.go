@@ -102,7 +102,7 @@ func TestWorkCommands(t *testing.T) {
 		var o, e bytes.Buffer
 		done <- run(wctx, []string{"worker", "--type", "charge-card", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &e)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	var incidents veena.IncidentPage
 	for len(incidents.Items) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -121,10 +121,12 @@ func TestWorkCommands(t *testing.T) {
 	must("incidents", "resolve", incidents.Items[0].ID, "--retries", "1")
 	writeFile(t, script, "#!/bin/sh\ncat >/dev/null\necho '{\"receipt\": \"R-9\"}'\n")
 	wctx, stop = context.WithCancel(ctx)
+	var workerErr bytes.Buffer
 	go func() {
-		var o, e bytes.Buffer
-		done <- run(wctx, []string{"worker", "--type", "charge-card", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &e)
+		var o bytes.Buffer
+		done <- run(wctx, []string{"worker", "--type", "charge-card", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &workerErr)
 	}()
+	deadline = time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		q, _ := eng.Process(ctx, p.ID)
 		if q.State == "completed" {
@@ -138,7 +140,8 @@ func TestWorkCommands(t *testing.T) {
 	stop()
 	<-done
 	if q, _ := eng.Process(ctx, p.ID); q.State != "completed" {
-		t.Fatalf("process %s", q.State)
+		t.Fatalf("process %s; jobs:\n%s\nincidents:\n%s\nworker:\n%s", q.State,
+			must("jobs", "list", "--process", p.ID), must("incidents", "list"), workerErr.String())
 	}
 	if _, errOut, code := veenaCmd("worker", "--type", "x"); code != 1 || !strings.Contains(errOut, "--") {
 		t.Fatalf("worker without command: %d %s", code, errOut)
