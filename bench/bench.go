@@ -72,9 +72,22 @@ type Config struct {
 	// PostgresURL is the server (default: $VEENA_TEST_POSTGRES or the local
 	// test database). Each run uses a new schema, dropped afterwards.
 	PostgresURL string
+	// SchemaPrefix begins the names of the PostgreSQL schemas a run
+	// creates (default "veena_bench_"): a test gives its own, to find
+	// its leftovers among those of other runs sharing the server.
+	SchemaPrefix string
 	// Parked is the number of processes waiting in the database before a
 	// run starts (written in bulk; default 0).
 	Parked int
+}
+
+// newSchema names a new PostgreSQL schema for one run.
+func (cfg Config) newSchema() string {
+	prefix := cfg.SchemaPrefix
+	if prefix == "" {
+		prefix = "veena_bench_"
+	}
+	return prefix + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
 // Result is one measured run.
@@ -306,7 +319,7 @@ func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*datab
 			}
 		}
 	case "postgres":
-		schema := "veena_bench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		schema := cfg.newSchema()
 		var stores []*pgstore.Store
 		var closers []func()
 		db.close = func() {

@@ -138,8 +138,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// benchSchemas lists the schemas that bench runs left on the server.
-func benchSchemas(t *testing.T) map[string]bool {
+// benchSchemas lists the schemas whose names begin with prefix on the server.
+func benchSchemas(t *testing.T, prefix string) map[string]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -148,7 +148,7 @@ func benchSchemas(t *testing.T) map[string]bool {
 		t.Fatalf("PostgreSQL at %s: %v (set VEENA_TEST_POSTGRES)", pgtest.URL(), err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'veena_bench_%'`)
+	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)`, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,18 +168,20 @@ func benchSchemas(t *testing.T) map[string]bool {
 // results were merged.
 func TestRunProcesses(t *testing.T) {
 	bin := veenaBinary(t)
-	before := benchSchemas(t)
+	// Other runs may share the server: look only at this test's schemas.
+	prefix := fmt.Sprintf("veena_bench_t%d_", time.Now().UnixNano())
 	var progress bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.Config{
-		Targets:     []string{"postgres"},
-		Workloads:   []string{"wait", "split10"},
-		Concurrency: 4,
-		Duration:    1500 * time.Millisecond,
-		Engines:     []int{2},
-		GroupCommit: []bool{false},
-		Parked:      100,
-		Worker:      []string{bin, "bench", "worker"},
-		PostgresURL: pgtest.URL(),
+		Targets:      []string{"postgres"},
+		Workloads:    []string{"wait", "split10"},
+		Concurrency:  4,
+		Duration:     1500 * time.Millisecond,
+		Engines:      []int{2},
+		GroupCommit:  []bool{false},
+		Parked:       100,
+		Worker:       []string{bin, "bench", "worker"},
+		PostgresURL:  pgtest.URL(),
+		SchemaPrefix: prefix,
 	}, &progress)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
@@ -227,10 +229,8 @@ func TestRunProcesses(t *testing.T) {
 	if strings.Contains(table.String(), "one OS process") {
 		t.Errorf("table:\n%s", table.String())
 	}
-	for name := range benchSchemas(t) {
-		if !before[name] {
-			t.Errorf("schema %s was not dropped", name)
-		}
+	for name := range benchSchemas(t, prefix) {
+		t.Errorf("schema %s was not dropped", name)
 	}
 }
 

@@ -29,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -263,7 +262,7 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 	w := workloads[workload]
 	res = Result{Workload: workload, Target: s.target, Engines: s.engines, GroupCommit: s.group,
 		Concurrency: cfg.Concurrency, Parked: cfg.Parked, EngineProcesses: s.engines}
-	schema := "veena_bench_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	schema := cfg.newSchema()
 	pcfg, err := pgxpool.ParseConfig(cfg.PostgresURL)
 	if err != nil {
 		return res, err

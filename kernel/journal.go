@@ -1,6 +1,9 @@
 package kernel
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // A command that fails leaves the process tree exactly as it was: the
 // kernel keeps an undo journal while a command runs. Before a command
@@ -32,22 +35,58 @@ type journal struct {
 	queueBuf []*ArcToken
 }
 
+// procSave is what a command may change of a process: its scalars, the
+// lengths of its lists (what a command adds is dropped by cutting them
+// back), and copies of the derived lists it changes in place. It holds few
+// pointers: saving costs little even while the collector runs.
 type procSave struct {
-	p       *Process
-	v       Process
-	waiting []waitList
-	ready   []int
-	queue   []*ArcToken
+	p          *Process
+	env        *Env
+	asyncQueue []*ArcToken
+	waitingArr []waitList // the array p.waiting had (nil if none)
+	waiting    []waitList // its contents
+	readyArr   []int
+	ready      []int
+	queue      []*ArcToken // the waiting part of the queue (nil if empty)
+	updatedAt  time.Time
+	seq        int64
+	eventSeq   int64
+	nNested    int
+	nNodes     int
+	nArcs      int
+	nSets      int
+	nEvents    int
+	nNames     int
+	active     [2]int // activeNodes, activeArcs
+	state      State
+	dirty      bool
+	inLoop     bool
 }
 
 type nodeSave struct {
-	t *NodeToken
-	v NodeToken
+	t           *NodeToken
+	children    []*ArcToken
+	parents     []*ArcToken
+	env         *Env
+	completedAt time.Time
+	delayUntil  time.Time
+	completeSeq int64
+	delayCount  int
+	guard       GuardAction
+	exec        ExecutionType
+	complete    bool
+	active      bool
 }
 
 type arcSave struct {
-	a *ArcToken
-	v ArcToken
+	a           *ArcToken
+	child       *NodeToken
+	nextWaiting *ArcToken
+	completedAt time.Time
+	exec        ExecutionType
+	pending     bool
+	complete    bool
+	active      bool
 }
 
 type envSave struct {
@@ -58,10 +97,9 @@ type envSave struct {
 // begin starts a journal for a new command.
 func (j *journal) begin() {
 	j.epoch = epochs.Add(1)
-	clear(j.procs)
-	clear(j.nodes)
-	clear(j.arcs)
-	clear(j.envs)
+	// Old entries are overwritten, not cleared: clearing costs every
+	// command, and what they still point to is at most one command's
+	// copies.
 	j.procs, j.nodes, j.arcs, j.envs = j.procs[:0], j.nodes[:0], j.arcs[:0], j.envs[:0]
 	j.waitBuf, j.readyBuf, j.queueBuf = j.waitBuf[:0], j.readyBuf[:0], j.queueBuf[:0]
 }
@@ -71,31 +109,38 @@ func (j *journal) end() { j.epoch = 0 }
 
 func (j *journal) saveProc(p *Process) {
 	p.epoch = j.epoch
-	s := procSave{p: p, v: *p}
+	j.procs = append(j.procs, procSave{})
+	s := &j.procs[len(j.procs)-1]
+	*s = procSave{p: p, env: p.Env, asyncQueue: p.asyncQueue, updatedAt: p.UpdatedAt, seq: p.Seq, eventSeq: p.EventSeq,
+		nNested: len(p.Nested), nNodes: len(p.NodeTokens), nArcs: len(p.ArcTokens), nSets: len(p.TokenSets),
+		nEvents: len(p.Events), nNames: len(p.eventNames), active: [2]int{p.activeNodes, p.activeArcs},
+		state: p.State, dirty: p.Dirty, inLoop: p.inLoop}
 	if p.waiting != nil {
 		n := len(j.waitBuf)
 		j.waitBuf = append(j.waitBuf, p.waiting...)
-		s.waiting = j.waitBuf[n:len(j.waitBuf):len(j.waitBuf)]
+		s.waitingArr, s.waiting = p.waiting, j.waitBuf[n:len(j.waitBuf):len(j.waitBuf)]
 		m := len(j.readyBuf)
 		j.readyBuf = append(j.readyBuf, p.readyArcs...)
-		s.ready = j.readyBuf[m:len(j.readyBuf):len(j.readyBuf)]
+		s.readyArr, s.ready = p.readyArcs, j.readyBuf[m:len(j.readyBuf):len(j.readyBuf)]
 	}
-	if len(p.queue) > 0 {
+	if q := p.queue[p.queueHead:]; len(q) > 0 {
 		n := len(j.queueBuf)
-		j.queueBuf = append(j.queueBuf, p.queue...)
+		j.queueBuf = append(j.queueBuf, q...)
 		s.queue = j.queueBuf[n:len(j.queueBuf):len(j.queueBuf)]
 	}
-	j.procs = append(j.procs, s)
 }
 
 func (j *journal) saveNode(t *NodeToken) {
 	t.epoch = j.epoch
-	j.nodes = append(j.nodes, nodeSave{t, *t})
+	j.nodes = append(j.nodes, nodeSave{t: t, children: t.Children, parents: t.Parents, env: t.Env,
+		completedAt: t.CompletedAt, delayUntil: t.DelayUntil, completeSeq: t.CompleteSeq, delayCount: t.DelayCount,
+		guard: t.GuardAction, exec: t.ExecType, complete: t.Complete, active: t.active})
 }
 
 func (j *journal) saveArc(a *ArcToken) {
 	a.epoch = j.epoch
-	j.arcs = append(j.arcs, arcSave{a, *a})
+	j.arcs = append(j.arcs, arcSave{a: a, child: a.Child, nextWaiting: a.nextWaiting, completedAt: a.CompletedAt,
+		exec: a.ExecType, pending: a.Pending, complete: a.Complete, active: a.active})
 }
 
 // saveEnv saves an environment's handle; its attributes are marked shared
@@ -115,17 +160,30 @@ func (j *journal) rollback() {
 		*j.envs[i].e = j.envs[i].v
 	}
 	for i := len(j.arcs) - 1; i >= 0; i-- {
-		*j.arcs[i].a = j.arcs[i].v
+		s := &j.arcs[i]
+		a := s.a
+		a.Child, a.nextWaiting, a.CompletedAt, a.ExecType = s.child, s.nextWaiting, s.completedAt, s.exec
+		a.Pending, a.Complete, a.active = s.pending, s.complete, s.active
 	}
 	for i := len(j.nodes) - 1; i >= 0; i-- {
-		*j.nodes[i].t = j.nodes[i].v
+		s := &j.nodes[i]
+		t := s.t
+		t.Children, t.Parents, t.Env = s.children, s.parents, s.env
+		t.CompletedAt, t.DelayUntil, t.CompleteSeq, t.DelayCount = s.completedAt, s.delayUntil, s.completeSeq, s.delayCount
+		t.GuardAction, t.ExecType, t.Complete, t.active = s.guard, s.exec, s.complete, s.active
 	}
 	for i := len(j.procs) - 1; i >= 0; i-- {
 		s := &j.procs[i]
-		*s.p = s.v
-		copy(s.p.waiting, s.waiting)
-		copy(s.p.readyArcs, s.ready)
-		copy(s.p.queue, s.queue)
+		p := s.p
+		p.Env, p.asyncQueue, p.UpdatedAt, p.Seq, p.EventSeq = s.env, s.asyncQueue, s.updatedAt, s.seq, s.eventSeq
+		p.Nested, p.NodeTokens, p.ArcTokens, p.TokenSets = p.Nested[:s.nNested], p.NodeTokens[:s.nNodes], p.ArcTokens[:s.nArcs], p.TokenSets[:s.nSets]
+		p.Events, p.eventNames = p.Events[:s.nEvents], p.eventNames[:s.nNames]
+		p.activeNodes, p.activeArcs = s.active[0], s.active[1]
+		p.State, p.Dirty, p.inLoop = s.state, s.dirty, s.inLoop
+		p.waiting, p.readyArcs = s.waitingArr, s.readyArr
+		copy(p.waiting, s.waiting)
+		copy(p.readyArcs, s.ready)
+		p.queue, p.queueHead = append(p.queue[:0], s.queue...), 0
 	}
 }
 

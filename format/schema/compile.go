@@ -16,7 +16,7 @@ func Parse(file string, src []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{lerr: &graph.LoadError{File: file}}
+	d := &decoder{lerr: &graph.LoadError{File: file}, exprBudget: MaxExprTotal}
 	if tree.kind != kObject {
 		d.add(tree.pos, "a schema file holds one object with \"schema\" and \"nodes\", not a %s", tree.describe())
 		return nil, d.lerr

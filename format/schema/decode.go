@@ -32,6 +32,8 @@ var (
 // decoder turns a value tree into schemas, collecting every problem.
 type decoder struct {
 	lerr *graph.LoadError
+	// exprBudget is what is left of MaxExprTotal.
+	exprBudget int
 }
 
 func (d *decoder) add(pos graph.Pos, format string, args ...any) { d.lerr.Add(pos, format, args...) }
@@ -108,6 +110,12 @@ func (d *decoder) expr(v *value, what string) *Expr {
 	}
 	src := strings.TrimSpace(v.str)
 	src = strings.TrimSpace(strings.TrimPrefix(src, "="))
+	if d.exprBudget -= len(src); d.exprBudget < 0 {
+		if d.exprBudget+len(src) >= 0 {
+			d.add(v.pos, "the file's expressions hold more than %d bytes in all", MaxExprTotal)
+		}
+		return nil
+	}
 	x, err := CompileExpr(src, v.pos)
 	if err != nil {
 		d.add(v.pos, "%s %q: %v", what, v.str, err)
@@ -408,7 +416,7 @@ func (d *decoder) action(v *value, nodeWhat string) *Action {
 		d.add(jpos, "%s: %q is not a valid job type", what, a.Job)
 	}
 	if w := v.get("with"); w != nil {
-		a.With = compileArg(w, d.lerr)
+		a.With = compileArg(w, d.lerr, &d.exprBudget)
 	}
 	var rpos graph.Pos
 	a.Result, rpos = d.str(v, "result", what, false)

@@ -37,6 +37,9 @@ const (
 	MaxExprLength = 8192
 	// MaxValueSize bounds what one evaluation may produce, as JSON bytes.
 	MaxValueSize = 1 << 20
+	// MaxExprTotal bounds the source of all the expressions of one file,
+	// so that loading a file cannot take long compiling them.
+	MaxExprTotal = 64 << 10
 )
 
 // Vars are the variables an expression sees.
@@ -442,7 +445,7 @@ func (a *Arg) write(b *strings.Builder) {
 
 // compileArg builds an argument template from a file value, compiling
 // its expressions; problems are added to lerr.
-func compileArg(v *value, lerr *graph.LoadError) *Arg {
+func compileArg(v *value, lerr *graph.LoadError, budget *int) *Arg {
 	a := &Arg{Pos: v.pos}
 	switch v.kind {
 	case kString:
@@ -452,6 +455,12 @@ func compileArg(v *value, lerr *graph.LoadError) *Arg {
 			a.lit = s[1:]
 		case strings.HasPrefix(s, "="):
 			src := strings.TrimSpace(s[1:])
+			if *budget -= len(src); *budget < 0 {
+				if *budget+len(src) >= 0 {
+					lerr.Add(v.pos, "the file's expressions hold more than %d bytes in all", MaxExprTotal)
+				}
+				return a
+			}
 			x, err := CompileExpr(src, v.pos)
 			if err != nil {
 				lerr.Add(v.pos, "expression %q: %v", src, err)
@@ -464,12 +473,12 @@ func compileArg(v *value, lerr *graph.LoadError) *Arg {
 	case kObject:
 		a.isObj = true
 		for _, e := range v.keys {
-			a.obj = append(a.obj, argEntry{Key: e.key, Val: compileArg(e.val, lerr)})
+			a.obj = append(a.obj, argEntry{Key: e.key, Val: compileArg(e.val, lerr, budget)})
 		}
 	case kList:
 		a.isList = true
 		for _, x := range v.list {
-			a.list = append(a.list, compileArg(x, lerr))
+			a.list = append(a.list, compileArg(x, lerr, budget))
 		}
 	default:
 		a.lit = literal(v)

@@ -23,6 +23,10 @@ import (
 const (
 	// MaxFileSize is the largest schema file accepted, in bytes.
 	MaxFileSize = 4 << 20
+	// MaxYAMLSize is the largest schema file accepted in YAML: the YAML
+	// parser's time grows faster than the file (about 1 s for 256 KiB,
+	// 6 s for 512 KiB), so larger schemas are written in JSON.
+	MaxYAMLSize = 256 << 10
 	// maxDepth is the deepest nesting of objects and lists in a file.
 	maxDepth = 64
 	// maxValues is the most values (scalars, objects and lists) in a file.
@@ -127,6 +131,10 @@ func parseTree(file string, src []byte) (*value, error) {
 	if IsJSON(src) {
 		return parseJSON(file, src)
 	}
+	if len(src) > MaxYAMLSize {
+		lerr.Add(graph.Pos{}, "the file is %d bytes of YAML; a schema in YAML may have at most %d (write larger ones in JSON)", len(src), MaxYAMLSize)
+		return nil, lerr
+	}
 	return parseYAML(file, src)
 }
 
@@ -169,6 +177,31 @@ type jsonReader struct {
 	src   []byte
 	dec   *json.Decoder
 	count int
+	// where is the last position computed; offsets only grow while
+	// reading, so each position is found from the last one, in time linear
+	// in the file.
+	whereOff int
+	where    graph.Pos
+}
+
+// pos converts a byte offset into a line and column, from the last one
+// computed when off lies after it.
+func (r *jsonReader) pos(off int) graph.Pos {
+	if off > len(r.src) {
+		off = len(r.src)
+	}
+	if off < r.whereOff || r.where.Line == 0 {
+		r.whereOff, r.where = 0, graph.Pos{Line: 1, Column: 1}
+	}
+	seg := r.src[r.whereOff:off]
+	if nl := bytes.LastIndexByte(seg, '\n'); nl >= 0 {
+		r.where.Line += bytes.Count(seg, []byte("\n"))
+		r.where.Column = 1 + utf8.RuneCount(seg[nl+1:])
+	} else {
+		r.where.Column += utf8.RuneCount(seg)
+	}
+	r.whereOff = off
+	return r.where
 }
 
 func parseJSON(file string, src []byte) (*value, error) {
@@ -253,7 +286,7 @@ func (r *jsonReader) from(t json.Token, off, depth int) (*value, error) {
 	if depth > maxDepth {
 		return nil, r.fail(off, "objects and lists are nested more than %d deep", maxDepth)
 	}
-	pos := posAt(r.src, off)
+	pos := r.pos(off)
 	switch x := t.(type) {
 	case nil:
 		return &value{kind: kNull, pos: pos}, nil
@@ -281,11 +314,12 @@ func (r *jsonReader) from(t json.Token, off, depth int) (*value, error) {
 					return nil, r.fail(koff, "key %q appears twice in this object", key)
 				}
 				seen[key] = true
+				kpos := r.pos(koff)
 				val, err := r.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
-				v.keys = append(v.keys, entry{key: key, keyPos: posAt(r.src, koff), val: val})
+				v.keys = append(v.keys, entry{key: key, keyPos: kpos, val: val})
 			}
 			if _, _, err := r.token(); err != nil { // '}'
 				return nil, err

@@ -6,3 +6,7 @@ func (s *Store) Queued() int { return len(s.reqs) }
 // Fallbacks is how many batches the writer ran again with a savepoint per
 // request.
 func (s *Store) Fallbacks() int64 { return s.fallbacks.Load() }
+
+// Restarts is how many times the writer's own checkpoint let the WAL start
+// over from its beginning.
+func (s *Store) Restarts() int64 { return s.restarts.Load() }

@@ -116,6 +116,7 @@ type Store struct {
 
 	updates, commits atomic.Int64
 	frames           atomic.Int64 // WAL frames the writer has committed
+	restarts         atomic.Int64 // checkpoints of the writer that let the WAL start over
 	busy             atomic.Int64 // nanoseconds the writer spent on batches
 	fallbacks        atomic.Int64 // batches run again with a savepoint per request
 }
@@ -540,6 +541,7 @@ func (s *Store) checkpoint() {
 	s.status.Status(sqlite.DBStatusCacheWrite, true)                // checkpoint writes are not WAL frames
 	if busy, _ := row[0].(int64); ok && err == nil && busy == 0 {
 		s.sinceRestart = 0
+		s.restarts.Add(1)
 	} else {
 		s.ckptFinish.Store(true)
 	}

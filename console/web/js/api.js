@@ -26,7 +26,7 @@ const CODE_WORDS = {
   transition_not_enabled: 'That transition is not enabled in the current marking.',
   action_failed: 'The transition\'s action failed, so it did not fire.',
   backtrack_not_allowed: 'The process cannot be backtracked to this token.',
-  conflict: 'Someone else changed this at the same time. Try again.',
+  conflict: 'The request conflicts with the current state.',
   unauthorized: 'Your access token is missing, wrong or expired. Please log in again.',
   forbidden: 'Your access token does not allow this action.',
   task_claimed: 'Another user holds this task.',
@@ -196,7 +196,30 @@ export const api = {
   nodeToken: (id) => request('GET', `/node-tokens/${enc(id)}`),
   completeToken: (id, body) => request('POST', `/node-tokens/${enc(id)}/complete`, { json: body || {} }),
   backtrackToken: (id) => request('POST', `/node-tokens/${enc(id)}/backtrack`, { json: {} }),
+
+  // Process lists with every filter of GET /processes; a filter given as an
+  // array (context pairs) is sent as a repeated parameter.
+  processesPage: async (filters, after, limit = 25) =>
+    request('GET', `/processes${queryAll({ ...filters, after, limit })}`),
+  waiting: async (filters, after, limit = 50) =>
+    request('GET', `/waiting${queryAll({ ...filters, after, limit })}`),
+  patchProcessEnv: (id, patch) => request('PATCH', `/processes/${enc(id)}/env`, { json: patch }),
+  tokenEnv: (id) => request('GET', `/node-tokens/${enc(id)}/env`),
+  patchTokenEnv: (id, patch) => request('PATCH', `/node-tokens/${enc(id)}/env`, { json: patch }),
+  startProcessWith: (body) => request('POST', '/processes', { json: body }),
+  sendEvent: (body) => request('POST', '/events', { json: body }),
 };
+
+// query, with array values as repeated parameters.
+function queryAll(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) {
+    if (Array.isArray(v)) for (const x of v) { if (x !== '') q.append(k, x); }
+    else if (v !== undefined && v !== null && v !== '' && v !== false) q.set(k, v);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
 
 function sniffContentType(text) {
   const t = String(text).trimStart();

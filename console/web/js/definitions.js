@@ -61,14 +61,23 @@ export async function loadDefinitionDialog() {
 
 export async function startProcessDialog(def, version) {
   const attrs = attributeEditor('Process attributes (optional)');
+  const context = attributeEditor('Context pairs (optional): events and searches find the process by them', { pairs: true });
   const versionIn = h('input#start-version', { type: 'number', min: 1, value: version || '', placeholder: `latest (v${def.version})` });
   const body = h('div',
     h('p', 'Start a process of ', h('strong', def.name), '. It runs until every token waits, then its page opens.'),
     h('div.form-grid', h('label', { for: 'start-version' }, 'Version'), versionIn),
-    attrs.el);
+    attrs.el, context.el);
   const proc = await modal(`Start a process`, body, {
     submitLabel: 'Start process',
-    onSubmit: () => api.startProcess(def.name, versionIn.value, attrs.value()),
+    onSubmit: () => {
+      const req = { definition: def.name };
+      if (versionIn.value) req.version = Number(versionIn.value);
+      const env = attrs.value();
+      if (Object.keys(env).length) req.env = env;
+      const ctx = context.value();
+      if (Object.keys(ctx).length) req.context = ctx;
+      return api.startProcessWith(req);
+    },
   });
   if (proc && proc.id) navigate(routeHref('processes', proc.id));
 }

@@ -10,6 +10,7 @@ const FONT_SIZE = 12;
 const LINE_HEIGHT = 16;
 
 let elkPromise = null;
+let graphSeq = 0;
 // loadElk loads the layout library once (also for the net view).
 export function loadElk() {
   if (!elkPromise) {
@@ -123,8 +124,18 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
   const zoomIn = h('button.small', { type: 'button', title: 'Zoom in (+)', 'aria-label': 'Zoom in' }, '+');
   const zoomOut = h('button.small', { type: 'button', title: 'Zoom out (−)', 'aria-label': 'Zoom out' }, '−');
   const fitBtn = h('button.small', { type: 'button', title: 'Fit the whole graph (0)', 'aria-label': 'Fit the graph' }, 'Fit');
-  const tools = h('div.graph-tools', zoomIn, zoomOut, fitBtn);
-  host.append(tools, canvas, tip, status);
+  const listId = `graph-nodes-${++graphSeq}`;
+  const search = h('input.graph-search', {
+    type: 'search', placeholder: 'Find a node', list: listId, autocomplete: 'off', 'aria-label': 'Find a node in the graph', 'data-graph-search': '',
+  });
+  const searchList = h('datalist', { id: listId });
+  const tools = h('div.graph-tools', h('form.graph-find', { role: 'search', onsubmit: (e) => { e.preventDefault(); findNode(search.value, true); } }, search, searchList),
+    zoomIn, zoomOut, fitBtn);
+  const mini = h('canvas.graph-minimap', { width: 180, height: 120, 'aria-label': 'Overview of the whole graph: click to move there', role: 'img' });
+  host.append(tools, canvas, mini, tip, status);
+  // The arcs drawn across a node other than their ends, as "from->to over
+  // node": for tests and tools.
+  host.edgeCrossings = () => edgeCrossings(cy);
   // The text drawn on the nodes and arcs: for tests and tools.
   host.graphLabels = () => cy.elements().map((x) => x.data('label') || '');
   // Where a node is drawn, in page coordinates: for tests and tools.
@@ -201,6 +212,78 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     autoungrabify: true,
   });
 
+  // Node search: the names in a list to pick from; typing marks the nodes
+  // whose name holds the text, Enter (or picking one) goes to the first.
+  for (const n of nodes) searchList.append(h('option', { value: n.external ? `${n.external} / ${n.name}` : n.name }));
+  function findNode(text, go) {
+    const q = String(text || '').trim().toLowerCase();
+    cy.nodes().removeClass('found');
+    if (!q) { host.dataset.found = ''; return; }
+    const exact = nodes.find((n) => (n.external ? `${n.external} / ${n.name}` : n.name).toLowerCase() === q);
+    const hits = exact ? [exact] : nodes.filter((n) => n.name.toLowerCase().includes(q));
+    const els = hits.map((n) => cy.getElementById(nodeId(nodeKey(n.name, n.external)))).filter((x) => x.nonempty());
+    for (const el of els) el.addClass('found');
+    host.dataset.found = hits.map((n) => nodeKey(n.name, n.external)).join(' ');
+    if (go && els.length) {
+      const first = els[0];
+      cy.animate({ center: { eles: first }, zoom: Math.max(cy.zoom(), 0.9) }, { duration: 200 });
+      first.select();
+      if (onSelectNode) onSelectNode(byKey.get(first.data('key')), first.data('key'));
+    }
+  }
+  search.addEventListener('input', () => findNode(search.value, false));
+  search.addEventListener('change', () => findNode(search.value, true));
+
+  // The minimap: every node as a box, and the part of the graph in view;
+  // a click there moves the view.
+  let miniBox = null;
+  let miniQueued = false;
+  function drawMini() {
+    miniQueued = false;
+    const ctx = mini.getContext('2d');
+    if (!ctx || cy.destroyed()) return;
+    const bb = cy.nodes().boundingBox();
+    if (!bb || !Number.isFinite(bb.w) || bb.w <= 0) return;
+    // The minimap takes the graph's shape, within 180 by 120.
+    const aspect = bb.h / bb.w;
+    const W = aspect > 120 / 180 ? Math.max(60, Math.round(120 / aspect)) : 180;
+    const H = aspect > 120 / 180 ? 120 : Math.max(40, Math.round(180 * aspect));
+    if (mini.width !== W || mini.height !== H) {
+      mini.width = W;
+      mini.height = H;
+      mini.style.width = `${W}px`;
+      mini.style.height = `${H}px`;
+    }
+    ctx.clearRect(0, 0, W, H);
+    const scale = Math.min((W - 8) / bb.w, (H - 8) / bb.h);
+    const ox = (W - bb.w * scale) / 2 - bb.x1 * scale;
+    const oy = (H - bb.h * scale) / 2 - bb.y1 * scale;
+    miniBox = { scale, ox, oy };
+    ctx.fillStyle = '#94a3b8';
+    cy.nodes().forEach((n) => {
+      if (n.isParent()) return;
+      const b = n.boundingBox({ includeLabels: false });
+      const cls = n.classes();
+      ctx.fillStyle = cls.includes('s-active') ? '#1d4ed8' : cls.includes('s-waiting') ? '#d97706'
+        : cls.includes('s-delayed') ? '#7c3aed' : cls.includes('s-stopped') ? '#b42318'
+          : cls.includes('s-completed') ? '#2f9e44' : cls.includes('found') ? '#f59e0b' : '#94a3b8';
+      ctx.fillRect(ox + b.x1 * scale, oy + b.y1 * scale, Math.max(2, b.w * scale), Math.max(2, b.h * scale));
+    });
+    const ext = cy.extent();
+    ctx.strokeStyle = '#0f1b33';
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(ox + ext.x1 * scale, oy + ext.y1 * scale, ext.w * scale, ext.h * scale);
+  }
+  const queueMini = () => { if (!miniQueued) { miniQueued = true; requestAnimationFrame(drawMini); } };
+  cy.on('pan zoom resize', queueMini);
+  mini.addEventListener('click', (e) => {
+    if (!miniBox) return;
+    const r = mini.getBoundingClientRect();
+    const x = ((e.clientX - r.left) * (mini.width / r.width) - miniBox.ox) / miniBox.scale;
+    const y = ((e.clientY - r.top) * (mini.height / r.height) - miniBox.oy) / miniBox.scale;
+    cy.pan({ x: cy.width() / 2 - x * cy.zoom(), y: cy.height() / 2 - y * cy.zoom() });
+  });
+
   // Hover: a tooltip with the type, join and guard (and tokens on a process page).
   let tokenInfo = new Map();
   function showTip(html, pos) {
@@ -259,12 +342,13 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     await new Promise((r) => requestAnimationFrame(r));
     const elk = await loadElk();
     const narrow = canvas.clientWidth > 0 && canvas.clientWidth < 640;
-    const positions = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT', arcLabels);
+    const { positions, routes } = await layout(elk, nodes, arcs, externals, sizes, narrow ? 'DOWN' : 'RIGHT', arcLabels);
     cy.batch(() => {
       for (const [key, p] of positions) {
         const el = cy.getElementById(nodeId(key));
         if (el.nonempty()) el.position(p);
       }
+      applyRoutes(cy, routes);
     });
     cy.resize();
     fitReadable(cy);
@@ -277,6 +361,9 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
       fitReadable(cy);
     }
     status.textContent = `${nodes.length} nodes, ${arcs.length} arcs`;
+    // The minimap is for graphs larger than their box.
+    mini.hidden = cy.zoom() >= 0.7 && nodes.length < 30;
+    drawMini();
     host.classList.add('laid-out');
   })().catch((err) => {
     status.textContent = err.message;
@@ -291,6 +378,7 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
     setOverlay(overlay) {
       tokenInfo = overlay.nodes;
       applyOverlay(cy, overlay);
+      queueMini();
       // A plain-text summary of the drawn state, for assistive tools and tests.
       host.dataset.tokenState = [...overlay.nodes]
         .filter(([, s]) => s.primary)
@@ -310,6 +398,21 @@ export function createGraphView(definition, { stateLines = false, onSelectNode, 
       }
     },
     fit() { cy.resize(); fitAll(cy); },
+    // focus shows the nodes of keys (where a process waits) when the whole
+    // graph is too large to read at once: the view opens on them.
+    focus(keys) {
+      const els = cy.collection();
+      for (const k of keys || []) els.merge(cy.getElementById(nodeId(k)));
+      const bb = cy.elements().boundingBox();
+      const fitZoom = Math.min((cy.width() - 48) / bb.w, (cy.height() - 48) / bb.h);
+      if (els.empty() || fitZoom >= 0.45) return;
+      cy.fit(els, 60);
+      cy.zoom({ level: Math.min(Math.max(cy.zoom(), 0.6), 1), renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+      cy.center(els);
+      host.dataset.focused = keys.join(' ');
+      queueMini();
+    },
+    find(text) { findNode(text, true); },
     destroy() { cy.destroy(); },
   };
 }
@@ -368,7 +471,10 @@ async function layout(elk, nodes, arcs, externals, sizes, direction, arcLabels) 
       'elk.algorithm': 'layered',
       'elk.direction': direction,
       'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
-      'elk.edgeRouting': 'POLYLINE',
+      'elk.edgeRouting': 'ORTHOGONAL',
+      // Arcs that go back (cycles) are routed around the nodes, not through them.
+      'elk.layered.feedbackEdges': 'true',
+      'elk.layered.unnecessaryBendpoints': 'false',
       'elk.spacing.nodeNode': '28',
       'elk.spacing.edgeNode': '18',
       'elk.spacing.edgeLabel': '4',
@@ -384,16 +490,120 @@ async function layout(elk, nodes, arcs, externals, sizes, direction, arcLabels) 
   };
   const out = await elk.layout(graph);
   const positions = new Map();
+  const offsets = new Map([['root', { x: 0, y: 0 }]]);
   const walk = (n, ox, oy) => {
     for (const c of n.children || []) {
       const x = ox + (c.x || 0);
       const y = oy + (c.y || 0);
+      offsets.set(c.id, { x, y });
       if (c.children && c.children.length) walk(c, x, y);
       else if (sizes.has(c.id)) positions.set(c.id, { x: x + c.width / 2, y: y + c.height / 2 });
     }
   };
   walk(out, 0, 0);
-  return positions;
+  // Each arc's route: the bend points ELK chose, in the graph's coordinates
+  // (a route is given relative to the node that contains the arc).
+  const routes = new Map();
+  const edgesOf = (n) => {
+    for (const e of n.edges || []) {
+      const sec = e.sections && e.sections[0];
+      if (!sec) continue;
+      const off = offsets.get(e.container || n.id) || offsets.get(n.id) || { x: 0, y: 0 };
+      // Its ends too, a little outside the nodes' borders where ELK puts
+      // them (a point on or inside a node confuses Cytoscape), so that the
+      // first and last segments leave and reach the nodes straight.
+      const bends = sec.bendPoints || [];
+      const pts = bends.length
+        ? [nudge(sec.startPoint, bends[0]), ...bends, nudge(sec.endPoint, bends[bends.length - 1])]
+        : [nudge(sec.startPoint, sec.endPoint), nudge(sec.endPoint, sec.startPoint)];
+      routes.set(e.id, pts.map((b) => ({ x: b.x + off.x, y: b.y + off.y })));
+    }
+    for (const c of n.children || []) edgesOf(c);
+  };
+  edgesOf(out);
+  return { positions, routes };
+}
+
+// edgeCrossings lists the arcs whose drawn line passes over a node other
+// than their own ends.
+function edgeCrossings(cy) {
+  const boxes = cy.nodes().filter((n) => !n.isParent()).map((n) => ({ id: n.id(), b: n.boundingBox({ includeLabels: false }) }));
+  const out = [];
+  cy.edges().forEach((e) => {
+    if (e.isLoop()) return;
+    const pts = [e.sourceEndpoint(), ...(e.segmentPoints() || []), e.targetEndpoint()];
+    if (pts.some((p) => !p || !Number.isFinite(p.x) || !Number.isFinite(p.y))) {
+      out.push(`${e.source().data('key')}->${e.target().data('key')} has no drawn route`);
+      return;
+    }
+    for (const { id, b } of boxes) {
+      if (id === e.source().id() || id === e.target().id()) continue;
+      const inner = { x1: b.x1 + 3, y1: b.y1 + 3, x2: b.x2 - 3, y2: b.y2 - 3 };
+      for (let i = 1; i < pts.length; i++) {
+        if (segmentHitsBox(pts[i - 1], pts[i], inner)) {
+          out.push(`${e.source().data('key')}->${e.target().data('key')} over ${cy.getElementById(id).data('key')}`);
+          break;
+        }
+      }
+    }
+  });
+  return out;
+}
+
+// segmentHitsBox tells whether the segment a-b meets the box (Liang-Barsky).
+function segmentHitsBox(a, b, box) {
+  let t0 = 0;
+  let t1 = 1;
+  const dx = b.x - a.x;
+  const dy = b.y - a.y;
+  for (const [p, q] of [[-dx, a.x - box.x1], [dx, box.x2 - a.x], [-dy, a.y - box.y1], [dy, box.y2 - a.y]]) {
+    if (p === 0) { if (q < 0) return false; continue; }
+    const r = q / p;
+    if (p < 0) { if (r > t1) return false; if (r > t0) t0 = r; } else { if (r < t0) return false; if (r < t1) t1 = r; }
+  }
+  return t0 <= t1;
+}
+
+// nudge moves p 4 units towards q (off a node's border, along the route).
+function nudge(p, q) {
+  const dx = q.x - p.x;
+  const dy = q.y - p.y;
+  const d = Math.hypot(dx, dy);
+  if (d < 8) return p;
+  return { x: p.x + (dx / d) * 4, y: p.y + (dy / d) * 4 };
+}
+
+// applyRoutes draws each arc along the route ELK laid out for it (as
+// straight segments through its bend points, relative to the line between
+// its ends, which is how Cytoscape places segment points), so that arcs go
+// around the nodes ELK kept them off.
+function applyRoutes(cy, routes) {
+  cy.edges().forEach((e) => {
+    const pts = routes.get(e.id());
+    if (!pts || !pts.length || e.isLoop()) return;
+    const s = e.source().position();
+    const t = e.target().position();
+    const dx = t.x - s.x;
+    const dy = t.y - s.y;
+    const len2 = dx * dx + dy * dy;
+    if (len2 < 1) return;
+    const len = Math.sqrt(len2);
+    const weights = [];
+    const distances = [];
+    for (const p of pts) {
+      const px = p.x - s.x;
+      const py = p.y - s.y;
+      weights.push((px * dx + py * dy) / len2);
+      distances.push((px * dy - py * dx) / -len);
+    }
+    e.style({
+      'curve-style': 'segments',
+      'segment-weights': weights.map((w) => w.toFixed(4)).join(' '),
+      'segment-distances': distances.map((d) => d.toFixed(2)).join(' '),
+      'edge-distances': 'node-position',
+    });
+    e.data('routed', pts.length);
+  });
 }
 
 function nodeTipContent(n, info) {
@@ -418,7 +628,9 @@ function arcKey(a) {
 }
 
 // Summarises a token history per node and per arc of the definition.
-export function computeOverlay(definition, tokens) {
+// With stopped (a canceled process), tokens left active are shown as
+// stopped, not as waiting for anything.
+export function computeOverlay(definition, tokens, { stopped = false } = {}) {
   const nodes = new Map();
   const arcIndex = new Map();
   (definition.arcs || []).forEach((a, i) => {
@@ -428,7 +640,7 @@ export function computeOverlay(definition, tokens) {
   });
   const info = (key) => {
     if (!nodes.has(key)) {
-      nodes.set(key, { tokens: [], active: 0, delayed: 0, completed: 0, discarded: 0, skipped: 0, backtracked: 0, runs: 0, waiting: 0, primary: '', summary: '' });
+      nodes.set(key, { tokens: [], active: 0, delayed: 0, stopped: 0, completed: 0, discarded: 0, skipped: 0, backtracked: 0, runs: 0, waiting: 0, primary: '', summary: '' });
     }
     return nodes.get(key);
   };
@@ -437,7 +649,8 @@ export function computeOverlay(definition, tokens) {
     const s = info(nodeKey(t.node, t.external));
     s.nested = nestedKeys.has(nodeKey(t.node, t.external));
     s.tokens.push(t);
-    const state = tokenState(t);
+    let state = tokenState(t);
+    if (stopped && (state === 'active' || state === 'delayed')) state = 'stopped';
     s[state]++;
     if (!BACKTRACKED.has(t.executionType)) s.runs++;
   }
@@ -455,10 +668,11 @@ export function computeOverlay(definition, tokens) {
     else e.active++;
   }
   for (const s of nodes.values()) {
-    s.primary = ['active', 'delayed', 'waiting', 'completed', 'backtracked', 'discarded', 'skipped'].find((k) => s[k] > 0) || '';
+    s.primary = ['active', 'delayed', 'waiting', 'stopped', 'completed', 'backtracked', 'discarded', 'skipped'].find((k) => s[k] > 0) || '';
     const words = [];
     if (s.active) words.push(s.active > 1 ? `● ${s.active} active` : '● active');
     if (s.delayed) words.push(`◔ ${s.delayed} delayed`);
+    if (s.stopped) words.push(`■ ${s.stopped} stopped by the cancel`);
     if (s.waiting) words.push(`◷ ${s.waiting} arc${s.waiting > 1 ? 's' : ''} waiting`);
     if (s.completed) words.push(s.completed > 1 ? `✓ ${s.completed}× done` : '✓ done');
     if (s.backtracked) words.push(`↺ ${s.backtracked} backtracked`);
@@ -484,7 +698,7 @@ export function tokenState(t) {
   return 'completed';
 }
 
-const NODE_STATES = ['s-active', 's-delayed', 's-waiting', 's-completed', 's-backtracked', 's-discarded', 's-skipped', 's-multi'];
+const NODE_STATES = ['s-active', 's-delayed', 's-waiting', 's-stopped', 's-completed', 's-backtracked', 's-discarded', 's-skipped', 's-multi'];
 const EDGE_STATES = ['s-waiting', 's-done', 's-backtracked', 's-active'];
 
 function applyOverlay(cy, overlay) {
@@ -522,6 +736,7 @@ function compactState(s) {
   const lead = {
     active: s.nested ? '● nested process runs' : s.active > 1 ? `● ${s.active} active` : '● active',
     delayed: '◔ delayed',
+    stopped: '■ stopped (canceled)',
     waiting: `◷ join: ${s.waiting} waiting`,
     completed: '✓ completed',
     backtracked: '↺ backtracked',
@@ -599,6 +814,8 @@ function graphStyle(processMode) {
     { selector: 'node.s-completed', style: { 'background-color': '#d3f5dc' } },
     { selector: 'node.s-active', style: { 'background-color': '#d6e6ff', 'border-color': '#1d4ed8', 'border-width': 4, 'border-style': 'solid', 'underlay-color': '#3b82f6', 'underlay-padding': 6, 'underlay-opacity': 0.25, 'underlay-shape': 'round-rectangle' } },
     { selector: 'node.s-delayed', style: { 'background-color': '#efe3ff', 'border-color': '#7c3aed', 'border-width': 3 } },
+    { selector: 'node.s-stopped', style: { 'background-color': '#f3f4f6', 'border-color': '#b42318', 'border-width': 3, 'border-style': 'dashed' } },
+    { selector: 'node.found', style: { 'underlay-color': '#f59e0b', 'underlay-padding': 9, 'underlay-opacity': 0.55, 'underlay-shape': 'round-rectangle' } },
     { selector: 'node.s-waiting', style: { 'background-color': '#fff1c7', 'border-color': '#d97706', 'border-width': 3, 'border-style': 'dashed' } },
     { selector: 'node.s-backtracked', style: { 'background-color': '#ffe4d5', 'border-color': '#c2410c', 'border-style': 'dotted', 'border-width': 3 } },
     { selector: 'node.s-discarded', style: { 'background-color': '#e5e7eb', color: '#4b5563', 'border-color': '#6b7280', 'border-style': 'dashed' } },
@@ -664,6 +881,6 @@ export function legend(processMode, definition) {
     item('sw-active', 'active token'), item('sw-waiting', 'arc tokens waiting at a join'),
     item('sw-completed', 'completed'), item('sw-backtracked', 'backtracked'),
     item('sw-discarded', 'discarded by guard'), item('sw-skipped', 'skipped by guard'),
-    item('sw-delayed', 'delayed by guard'));
+    item('sw-delayed', 'delayed by guard'), item('sw-stopped', 'stopped by a cancel'));
   return h('div.legend', states, types);
 }

@@ -4,14 +4,16 @@
 //   #/definitions/NAME[/versions/V]        definition page
 //   #/processes[?definition=&state=&parentToken=&after=]   processes list
 //   #/processes/ID                         process page
+//   #/waiting[?…the processes filters…]    waiting work: active tokens and waiting joins
 //   #/tasks[?scope=&group=&queue=&state=&task=]   the Tasklist
 //   #/incidents[?state=]                   incidents
 //   #/login                                log in with an access token
 
 import { api, setAccessToken, accessToken, setUnauthorizedHandler } from './api.js';
-import { h, clear, errorToast, showError, navigate } from './ui.js';
+import { h, clear, errorToast, showError, navigate, closeDialogs } from './ui.js';
 import { definitionsView, definitionView } from './definitions.js';
-import { processesView, processView } from './processes.js';
+import { processView } from './processes.js';
+import { processesView, waitingView } from './processlist.js';
 import { tasklistView, incidentsView } from './work.js';
 
 export const session = {
@@ -37,6 +39,8 @@ function parseRoute() {
 
 async function route() {
   const seq = ++renderSeq;
+  // A dialog belongs to the page it was opened on.
+  closeDialogs();
   if (cleanup) { try { cleanup(); } catch { /* the old view is gone anyway */ } cleanup = null; }
   const { parts, query } = parseRoute();
   // Each route renders into its own element, so a slow view that finishes
@@ -56,6 +60,7 @@ async function route() {
     else if (parts[0] === 'definitions' && parts[2] === 'versions') result = await definitionView(el, parts[1], parts[3], session);
     else if (parts[0] === 'definitions') result = await definitionView(el, parts[1], '', session);
     else if (parts[0] === 'processes' && parts.length === 1) result = await processesView(el, query, session);
+    else if (parts[0] === 'waiting') result = await waitingView(el, query, session);
     else if (parts[0] === 'processes') result = await processView(el, parts[1], session);
     else if (parts[0] === 'tasks') result = await tasklistView(el, query, session);
     else if (parts[0] === 'incidents') result = await incidentsView(el, query, session);

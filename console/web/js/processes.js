@@ -9,81 +9,10 @@ import { recordPanel } from './work.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
-  toast, errorToast, stateBadge, PROCESS_STATES,
+  toast, errorToast, stateBadge, idWithCopy, contextChips, parseValue,
 } from './ui.js';
 import { createGraphView, computeOverlay, tokenState, arcWaitsAtJoin, legend, nodeKey } from './graph.js';
-
-// Cursors of the pages already seen, so "Previous" can go back.
-let trail = { key: '', cursors: [] };
-
-export async function processesView(el, query, session) {
-  const filters = {
-    definition: query.get('definition') || '',
-    state: query.get('state') || '',
-    parentToken: query.get('parentToken') || '',
-  };
-  const after = query.get('after') || '';
-  const key = JSON.stringify(filters);
-  if (trail.key !== key) trail = { key, cursors: [] };
-
-  const defs = await api.definitions().catch(() => []);
-  const defSelect = h('select#f-definition', { name: 'definition' },
-    h('option', { value: '' }, 'all definitions'),
-    defs.map((d) => h('option', { value: d.name, selected: d.name === filters.definition }, d.name)));
-  if (filters.definition && !defs.some((d) => d.name === filters.definition)) {
-    defSelect.append(h('option', { value: filters.definition, selected: true }, filters.definition));
-  }
-  const stateSelect = h('select#f-state', { name: 'state' },
-    h('option', { value: '' }, 'any state'),
-    PROCESS_STATES.map((s) => h('option', { value: s, selected: s === filters.state }, s.replace('_', ' '))));
-  const go = (extra = {}) => {
-    const q = new URLSearchParams();
-    const f = { definition: defSelect.value, state: stateSelect.value, parentToken: filters.parentToken, ...extra };
-    for (const [k, v] of Object.entries(f)) if (v) q.set(k, v);
-    navigate(`#/processes${q.toString() ? `?${q}` : ''}`);
-  };
-  const form = h('form.filters', {
-    onsubmit: (e) => { e.preventDefault(); trail = { key: '', cursors: [] }; go(); },
-  },
-  h('label', { for: 'f-definition' }, 'Definition'), defSelect,
-  h('label', { for: 'f-state' }, 'State'), stateSelect,
-  filters.parentToken ? h('span.chip', `nested under token ${shortId(filters.parentToken)} `,
-    h('a', { href: '#/processes', 'aria-label': 'Remove the parent token filter' }, '×')) : null,
-  h('button', { type: 'submit' }, 'Apply'));
-  defSelect.addEventListener('change', () => form.requestSubmit());
-  stateSelect.addEventListener('change', () => form.requestSubmit());
-
-  el.append(h('div.page-head', h('h1', 'Processes')), form);
-  const result = await api.processes(filters, after, 25);
-  if (!result.items.length) {
-    el.append(h('p.empty', after ? 'No more processes.' : 'No process matches these filters.'));
-  } else {
-    el.append(h('div.table-wrap', h('table.list.processes',
-      h('caption.visually-hidden', 'Processes'),
-      h('thead', h('tr', ['process', 'definition', 'state', 'started', 'updated', 'parent'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', result.items.map((p) => h('tr',
-        h('td', h('a', { href: routeHref('processes', p.id), 'data-process': p.id }, h('code', shortId(p.id)))),
-        h('td', h('a', { href: routeHref('definitions', p.definition, 'versions', p.version) }, `${p.definition} v${p.version}`)),
-        h('td', stateBadge(p.state)),
-        h('td', fmtTime(p.createdAt)),
-        h('td', fmtTime(p.updatedAt)),
-        h('td', p.parentToken ? h('button.link', { type: 'button', onclick: () => openParent(p.parentToken) }, 'parent process') : h('span.muted', '—'))))))));
-  }
-  const pager = h('nav.pager', { 'aria-label': 'Pages' });
-  if (after) {
-    pager.append(h('button', {
-      type: 'button',
-      onclick: () => { const prev = trail.cursors.pop() || ''; go({ after: prev }); },
-    }, '← Previous'));
-  }
-  if (result.next) {
-    pager.append(h('button', {
-      type: 'button', 'data-pager': 'next',
-      onclick: () => { trail.cursors.push(after); go({ after: result.next }); },
-    }, 'Next →'));
-  }
-  if (pager.childNodes.length) el.append(pager);
-}
+import { editEnvDialog } from './actions.js';
 
 async function openParent(tokenId) {
   try {
@@ -115,6 +44,19 @@ const EVENT_WORDS = {
   ARC_TOKEN_BACKTRACKED: 'arc token backtracked',
   ARC_TOKEN_MERGED: 'arc token merged at join',
   ARC_TOKEN_INCOMPLETE_JOIN: 'arc token waits at join',
+  ENV_CHANGED: 'environment changed',
+  INCIDENT_OPENED: 'incident opened',
+  INCIDENT_RESOLVED: 'incident resolved',
+  TASK_CREATED: 'task created',
+  TASK_CLAIMED: 'task claimed',
+  TASK_RELEASED: 'task released',
+  TASK_SAVED: 'task saved',
+  TASK_COMPLETED: 'task completed',
+  JOB_CREATED: 'job created',
+  JOB_COMPLETED: 'job completed',
+  JOB_FAILED: 'job failed',
+  JOB_ERROR_THROWN: 'job threw an error',
+  ATTACHMENT_SET: 'attachment set',
 };
 
 function eventKind(type) {
@@ -153,7 +95,7 @@ export async function processView(el, id, session) {
   const nodeByKey = new Map((def.nodes || []).map((n) => [nodeKey(n.name, n.external), n]));
 
   // ---- layout
-  const title = h('h1', 'Process ', h('code', shortId(id)));
+  const title = h('h1.process-title', 'Process ', idWithCopy(id));
   const badge = h('span.badge-slot');
   const live = h('span.live', { 'aria-live': 'polite' });
   const cancelBtn = h('button.danger', { type: 'button', 'data-action': 'cancel-process', 'data-focus': 'cancel', onclick: cancelDialog }, 'Cancel process…');
@@ -161,9 +103,11 @@ export async function processView(el, id, session) {
   const head = h('div.page-head',
     h('div', h('p.crumbs', h('a', { href: '#/processes' }, 'Processes'), ' / '), title,
       h('p.sub', 'of ', h('a', { href: routeHref('definitions', def.name, 'versions', def.version) }, `${def.name} v${def.version}`),
-        ' · ', badge, ' · ', live)),
+        ' · ', badge, ' · ', live),
+      state.proc.context ? h('p.sub.context-line', 'context ', contextChips(state.proc.context)) : null),
     actions);
   const relations = h('div.relations');
+  const attention = h('div.attention', { role: 'status' });
   const net = isNetDefinition(def) ? netPanel(id, def, session, () => scheduleRefresh()) : null;
   const graph = net ? createNetView(def) : createGraphView(def, {
     stateLines: true,
@@ -178,7 +122,9 @@ export async function processView(el, id, session) {
   const timeline = h('ol.timeline', { 'aria-label': 'Events, oldest first', tabindex: '0' });
   const procEnv = h('div');
   const tokenDetail = h('div.token-detail');
-  const history = h('div.table-wrap');
+  const history = h('div.table-wrap', { tabindex: '0', role: 'region', 'aria-label': 'Token history (scrolls sideways on a narrow screen)' });
+  const activeHeading = h('h2#h-active');
+  const envHeading = h('h2#h-env', 'Process environment');
 
   const schema = isSchemaDefinition(def) ? schemaPanel(id) : null;
   // A BPMN process is drawn from its file's diagram, with the live overlay;
@@ -192,22 +138,22 @@ export async function processView(el, id, session) {
     },
     onChange: () => refresh(),
   }) : null;
-  el.append(head, relations, h('div.split',
+  el.append(head, attention, relations, h('div.split',
     h('section.panel.graph-panel', { 'aria-label': 'Graph with token state' }, graph.el, net ? netLegend(true) : legend(true, def)),
     h('aside.panel.side',
-      net ? net.el : h('section', { 'aria-labelledby': 'h-active' }, h('h2#h-active', session.canAct ? 'Waiting for you' : 'Active tokens'), activeBox),
+      net ? net.el : h('section', { 'aria-labelledby': 'h-active' }, activeHeading, activeBox),
       h('section', { 'aria-labelledby': 'h-timeline' }, h('h2#h-timeline', 'Timeline'), timeline))),
   h('div.split.lower',
     h('section.panel', { 'aria-labelledby': 'h-history' }, h('h2#h-history', 'Token history'), history),
     h('aside.panel.side',
       h('section', { 'aria-labelledby': 'h-token' }, h('h2#h-token', 'Selected token'), tokenDetail),
-      h('section', { 'aria-labelledby': 'h-env' }, h('h2#h-env', 'Process environment'), procEnv))));
+      h('section', { 'aria-labelledby': 'h-env' }, envHeading, procEnv))));
   if (schema) {
-    el.insertBefore(schema.el, el.children[3] || null);
+    el.insertBefore(schema.el, el.children[4] || null);
     schema.refresh();
   }
   if (bpmn) {
-    el.insertBefore(bpmn.el, el.children[2] || null);
+    el.insertBefore(bpmn.el, el.children[3] || null);
     bpmn.refresh(state.tokens);
   }
   if (net) {
@@ -225,17 +171,81 @@ export async function processView(el, id, session) {
 
   function renderHead() {
     clear(badge).append(stateBadge(state.proc.state));
+    if (state.proc.stalled) badge.append(' ', h('span.badge.stalled', 'stalled'));
     badge.dataset.state = state.proc.state;
     clear(actions);
     if (session.canAct && executing()) actions.append(cancelBtn);
     clear(procEnv).append(envTable(state.proc.env));
+    clear(envHeading).append('Process environment');
+    if (session.canAct && executing()) {
+      envHeading.append(' ', h('button.small', { type: 'button', 'data-action': 'edit-process-env', onclick: editProcessEnv }, 'Edit…'));
+    }
   }
+
+  // The attention banner: a stalled process says which join waits for
+  // which arcs; a delayed token whose guard failed says why, and that an
+  // incident waits to be resolved.
+  function renderAttention() {
+    clear(attention);
+    const p = state.proc;
+    if (p.stalled) {
+      attention.append(h('div.alert.stalled', { 'data-attention': 'stalled' },
+        h('strong', 'Stalled. '), 'No token is active, and these joins wait for arcs that nothing will complete:',
+        h('ul', (p.stall || []).map((j) => h('li', { 'data-join': j.node },
+          h('strong', j.external ? `${j.external} / ${j.node}` : j.node), ` (${j.join} join): arrived from `,
+          arcsWords(j.waiting), '; still needs ', arcsWords(j.missing), '.'))),
+        session.canAct ? h('p.small', 'Backtrack to a completed token below to run its branch again, or cancel the process.') : null));
+    }
+    for (const f of p.timerFailures || []) {
+      attention.append(h('div.alert.failed', { 'data-attention': 'timer-failed', 'data-token': f.token },
+        h('strong', 'A timer failed. '), `The guard of the delayed token on ${f.node || f.token} failed at ${fmtTime(f.at)}: `,
+        h('code', f.message),
+        f.incident
+          ? h('p.small', `Incident ${f.incident} is open on the token: fix the cause (for instance the process environment), then resolve the incident to run the guard again.`)
+          : h('p.small', `Tried ${f.attempts} time${f.attempts === 1 ? '' : 's'}; it is tried again later.`)));
+    }
+  }
+
+  const arcsWords = (as) => ((as || []).length
+    ? as.map((a) => `${a.fromExternal ? `${a.fromExternal} / ` : ''}${a.from}${a.name ? ` (“${a.name}”)` : ''}`).join(', ')
+    : 'nothing');
+
+  async function editProcessEnv() {
+    const env = await editEnvDialog('Edit the process environment',
+      'Attributes every node of the process sees (a token\'s own attributes come first).',
+      state.proc.env, (patch) => api.patchProcessEnv(id, patch));
+    if (env) { toast('The process environment was saved.', 'ok'); await refresh(); }
+  }
+
+  async function editTokenEnv(t) {
+    const env = await editEnvDialog('Edit the token environment',
+      `The attributes of the token at ${nodeLabel(t)}; the tokens after it inherit them.`,
+      t.env, (patch) => api.patchTokenEnv(t.id, patch));
+    if (env) { toast('The token environment was saved.', 'ok'); await refresh(); }
+  }
+
+  // The tokens a canceled process left active are stopped, not waiting.
+  const stopped = () => state.proc.state === 'canceled' || state.proc.state === 'pending_cancel';
+  const shownState = (t) => {
+    const st = tokenState(t);
+    return stopped() && (st === 'active' || st === 'delayed') ? 'stopped' : st;
+  };
 
   function renderActive() {
     clear(activeBox);
     const act = state.tokens.nodeTokens.filter((t) => tokenState(t) === 'active' || tokenState(t) === 'delayed');
+    clear(activeHeading).append(!executing() ? (stopped() ? 'Stopped by the cancel' : 'Active tokens') : session.canAct ? 'Waiting for you' : 'Active tokens');
+    if (stopped()) {
+      activeBox.append(h('p.muted', `The process is ${state.proc.state.replace('_', ' ')}: nothing waits any more.`));
+      if (act.length) {
+        activeBox.append(h('ul.token-cards.stopped', act.map((t) => h('li.token-card.stopped', { 'data-token': t.id, 'data-node': t.node },
+          h('div', h('strong', nodeLabel(t)), ' ', h('span.badge.tok-stopped', 'stopped')),
+          h('div.muted.small', `was active since ${fmtTime(t.createdAt)}`)))));
+      }
+      return;
+    }
     if (!act.length) {
-      activeBox.append(h('p.muted', TERMINAL.has(state.proc.state) ? `The process is ${state.proc.state}.` : 'No active token.'));
+      activeBox.append(h('p.muted', TERMINAL.has(state.proc.state) ? `The process is ${state.proc.state}.` : state.proc.stalled ? 'No active token: the process is stalled.' : 'No active token.'));
       return;
     }
     activeBox.append(h('ul.token-cards', act.map((t) => {
@@ -245,15 +255,23 @@ export async function processView(el, id, session) {
       // to complete the token by hand.
       const kids = state.children.get(t.id) || [];
       const running = kids.filter((p) => !TERMINAL.has(p.state));
-      return h('li.token-card', { 'data-token': t.id, 'data-node': t.node },
-        h('div', h('strong', nodeLabel(t)), ' ', h('span.muted', n ? n.type : ''), tokenState(t) === 'delayed' ? h('span.badge.state-delayed', 'delayed') : null),
-        h('div.muted.small', `token ${shortId(t.id)} · since ${fmtClock(t.createdAt)}`),
+      const delayed = tokenState(t) === 'delayed';
+      const failed = (state.proc.timerFailures || []).find((f) => f.token === t.id);
+      return h(delayed ? 'li.token-card.delayed' : 'li.token-card', { 'data-token': t.id, 'data-node': t.node },
+        h('div', h('strong', nodeLabel(t)), ' ', h('span.muted', n ? n.type : ''), delayed ? h('span.badge.state-delayed', 'delayed') : null,
+          failed ? h('span.badge.failed', 'guard failed') : null),
+        h('div.muted.small', `token ${shortId(t.id)} · since ${fmtTime(t.createdAt)}`,
+          (t.tokenSets || []).length ? ` · ${t.tokenSets.map((m) => `${m.name} #${m.member}`).join(', ')}` : ''),
+        delayed && t.delayUntil && !failed ? h('div.small.delay', { 'data-delay-until': t.delayUntil }, 'Its guard runs again at ', h('strong', fmtTime(t.delayUntil)),
+          n && n.guard ? [' (', h('code', n.guard), ')'] : null) : null,
+        failed ? h('div.small.failed', 'Its guard failed when its time came', failed.incident ? `; incident ${shortId(failed.incident)} waits to be resolved` : '', '.') : null,
         running.length ? h('div.small', 'Waits for nested process ', running.map((p, i) => [i ? ', ' : '',
           h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
           session.canAct && executing() && !running.length && !schema && !bpmn && !net
-            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…')
+            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `card-complete:${t.id}`, onclick: () => completeDialog(t) },
+              delayed ? 'Complete now…' : 'Complete…')
             : null));
     })));
   }
@@ -290,7 +308,7 @@ export async function processView(el, id, session) {
 
   function renderHistory() {
     const rows = state.tokens.nodeTokens.map((t) => {
-      const st = tokenState(t);
+      const st = shownState(t);
       const canBacktrack = session.canAct && executing() && t.complete && st === 'completed' && !schema && !bpmn && !net;
       return h('tr', { 'data-token': t.id, class: [`tok-${st}`, t.id === state.selected ? 'selected' : ''].join(' ') },
         h('td', h('button.link', { type: 'button', 'data-focus': `select:${t.id}`, onclick: () => selectToken(t.id, true) }, nodeLabel(t))),
@@ -300,8 +318,9 @@ export async function processView(el, id, session) {
         h('td', fmtClock(t.createdAt)),
         h('td', t.completedAt ? fmtClock(t.completedAt) : h('span.muted', '—')),
         h('td.row-actions',
-          st === 'active' && session.canAct && executing() && !runsNested(t) && !schema && !bpmn && !net
-            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) }, 'Complete…') : null,
+          (st === 'active' || st === 'delayed') && session.canAct && executing() && !runsNested(t) && !schema && !bpmn && !net
+            ? h('button.small.primary', { type: 'button', 'data-action': 'complete', 'data-node': t.node, 'data-focus': `complete:${t.id}`, onclick: () => completeDialog(t) },
+              st === 'delayed' ? 'Complete now…' : 'Complete…') : null,
           canBacktrack
             ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-node': t.node, 'data-focus': `backtrack:${t.id}`, onclick: () => backtrackDialog(t) }, 'Backtrack here…') : null));
     });
@@ -323,14 +342,18 @@ export async function processView(el, id, session) {
       h('dl.meta',
         h('dt', 'node'), h('dd', nodeLabel(t)),
         h('dt', 'token'), h('dd', h('code', t.id)),
-        h('dt', 'state'), h('dd', tokenState(t), ` (${t.executionType || 'forward'})`),
+        h('dt', 'state'), h('dd', shownState(t), ` (${t.executionType || 'forward'})`),
+        t.delayUntil && !t.complete ? [h('dt', 'delayed until'), h('dd', fmtTime(t.delayUntil))] : null,
         h('dt', 'guard'), h('dd', t.guardAction || '—'),
         h('dt', 'created'), h('dd', fmtTime(t.createdAt)),
         h('dt', 'completed'), h('dd', t.completedAt ? fmtTime(t.completedAt) : '—'),
         h('dt', 'came in on'), h('dd', arcList(t.parents).map((a) => arcText(a.arc)).join('; ') || '—'),
         h('dt', 'went out on'), h('dd', arcList(t.children).map((a) => `${arcText(a.arc)}${arcWaitsAtJoin(a) ? ' (waiting at the join)' : ''}`).join('; ') || '—'),
         (t.tokenSets || []).length ? [h('dt', 'token sets'), h('dd', t.tokenSets.map((s) => `${s.name} #${s.member}`).join(', '))] : null),
-      envTable(t.env, 'Token environment'));
+      envTable(t.env, 'Token environment'),
+      session.canAct && executing() && !t.complete
+        ? h('div.row-actions', h('button.small', { type: 'button', 'data-action': 'edit-token-env', onclick: () => editTokenEnv(t) }, 'Edit the token environment…'))
+        : null);
     const kids = state.children.get(t.id);
     if (kids && kids.length) {
       tokenDetail.append(h('p', 'Nested processes: ', kids.map((p, i) => [i ? ', ' : '',
@@ -374,8 +397,9 @@ export async function processView(el, id, session) {
   }
 
   function renderEverything() {
-    graph.setOverlay(computeOverlay(def, state.tokens));
+    graph.setOverlay(computeOverlay(def, state.tokens, { stopped: stopped() }));
     renderHead();
+    renderAttention();
     renderActive();
     renderTimeline();
     renderHistory();
@@ -465,14 +489,33 @@ export async function processView(el, id, session) {
       return { name, cb, el: h('div.check', cb, h('label', { for: `arc-${i}` }, name === null ? 'default arc' : `arc “${name}”`, h('span.muted', ` → ${targets.join(', ')}`))) };
     });
     const attrs = attributeEditor('Token attributes to set first (optional)');
+    // Completing with a new token set (Sarasvati's completeWithNewTokenSet).
+    const setOn = h('input#ts-on', { type: 'checkbox', 'data-field': 'token-set' });
+    const setName = h('input#ts-name', { type: 'text', placeholder: 'e.g. reviewers', autocomplete: 'off' });
+    const setCount = h('input#ts-count', { type: 'number', min: 1, value: 2 });
+    const setEnv = attributeEditor('Attributes all members share (optional)');
+    const memberEnv = attributeEditor('Attributes per member: one value per member, separated by commas (optional)');
+    const setFields = h('div.token-set-fields', { hidden: true },
+      h('div.form-grid', h('label', { for: 'ts-name' }, 'Set name'), setName, h('label', { for: 'ts-count' }, 'Members'), setCount),
+      setEnv.el, memberEnv.el);
+    setOn.addEventListener('change', () => { setFields.hidden = !setOn.checked; });
+    const delayed = tokenState(t) === 'delayed';
+    const n = def.nodes && def.nodes.find((x) => x.name === t.node && (x.external || '') === (t.external || ''));
     const body = h('div',
       h('p', 'Complete the token at ', h('strong', nodeLabel(t)), '.'),
+      delayed ? h('div.alert.warn', { 'data-warning': 'delayed' },
+        h('strong', 'This token is delayed by its guard'), t.delayUntil ? ` until ${fmtTime(t.delayUntil)}` : '',
+        n && n.guard ? [' (', h('code', n.guard), ')'] : null,
+        '. Completing it now skips the rest of the delay: its guard is not evaluated again.') : null,
       names.length
         ? h('fieldset.arcs', h('legend', names.length > 1 ? 'Leave on which arcs?' : 'Leave on'), boxes.map((b) => b.el))
         : h('p.muted', 'This node has no outgoing arcs.'),
-      attrs.el);
-    const done = await modal('Complete token', body, {
-      submitLabel: 'Complete',
+      attrs.el,
+      names.length ? h('fieldset.token-set', h('legend', 'Token set'),
+        h('div.check', setOn, h('label', { for: 'ts-on' }, 'Complete with a new token set: several tokens on the one arc chosen, each a member with its own attributes')),
+        setFields) : null);
+    const done = await modal(delayed ? 'Complete a delayed token' : 'Complete token', body, {
+      submitLabel: delayed ? 'Complete now' : 'Complete',
       onSubmit: async () => {
         const chosen = boxes.filter((b) => b.cb.checked).map((b) => b.name);
         if (names.length && !chosen.length) throw new Error('Choose at least one arc to leave on.');
@@ -480,6 +523,24 @@ export async function processView(el, id, session) {
         if (!(chosen.length === 1 && chosen[0] === null) && chosen.length) req.arcs = chosen;
         const env = attrs.value();
         if (Object.keys(env).length) req.env = env;
+        if (setOn.checked) {
+          if (chosen.length !== 1) throw new Error('A token set goes out on one arc: choose exactly one.');
+          const name = setName.value.trim();
+          const count = Number(setCount.value);
+          if (!name) throw new Error('Name the token set.');
+          if (!Number.isInteger(count) || count < 1) throw new Error('A token set needs at least one member.');
+          req.arcs = chosen;
+          req.tokenSet = { name, count };
+          const se = setEnv.value();
+          if (Object.keys(se).length) req.tokenSet.env = se;
+          const me = {};
+          for (const row of memberEnv.el.querySelectorAll('.attr-row')) {
+            const k = row.querySelector('.attr-name').value.trim();
+            if (!k) continue;
+            me[k] = row.querySelector('.attr-value').value.split(',').map((v) => parseValue(v.trim()));
+          }
+          if (Object.keys(me).length) req.tokenSet.memberEnv = me;
+        }
         return api.completeToken(t.id, req);
       },
     });
@@ -511,7 +572,12 @@ export async function processView(el, id, session) {
 
   await loadRelations().catch(() => {});
   renderAll();
-  graph.ready.then(() => graph.setOverlay(computeOverlay(def, state.tokens))).catch(() => {});
+  // A large graph opens on where the process waits.
+  graph.ready.then(() => {
+    const overlay = computeOverlay(def, state.tokens, { stopped: stopped() });
+    graph.setOverlay(overlay);
+    if (graph.focus) graph.focus([...overlay.nodes].filter(([, s]) => ['active', 'delayed', 'waiting'].includes(s.primary)).map(([k]) => k));
+  }).catch(() => {});
   startStream();
 
   return () => {

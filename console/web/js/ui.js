@@ -67,6 +67,8 @@ export function shortId(id) {
 export function fmtValue(v) {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'object' && typeof v.date === 'string') return `date ${v.date}`;
+  if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
 }
 
@@ -94,21 +96,23 @@ export function parseValue(s) {
   return s;
 }
 
-// An editor of attribute rows (name = value) with add/remove buttons.
-export function attributeEditor(label) {
+// An editor of attribute rows (name = value) with add/remove buttons; with
+// pairs, of context pairs (key = text).
+export function attributeEditor(label, { pairs = false } = {}) {
   const rows = h('div.attr-rows');
   const wrap = h('fieldset.attrs', h('legend', label));
+  const what = pairs ? 'pair' : 'attribute';
   let n = 0;
   function addRow(name = '', value = '') {
     n++;
-    const nameIn = h('input', { type: 'text', 'aria-label': `attribute ${n} name`, placeholder: 'name', value: name, class: 'attr-name', autocomplete: 'off' });
-    const valIn = h('input', { type: 'text', 'aria-label': `attribute ${n} value`, placeholder: 'value (text, number, true/false)', value, class: 'attr-value', autocomplete: 'off' });
+    const nameIn = h('input', { type: 'text', 'aria-label': `${what} ${n} ${pairs ? 'key' : 'name'}`, placeholder: pairs ? 'key' : 'name', value: name, class: 'attr-name', autocomplete: 'off' });
+    const valIn = h('input', { type: 'text', 'aria-label': `${what} ${n} value`, placeholder: pairs ? 'value (text)' : 'value (text, number, true/false, null)', value, class: 'attr-value', autocomplete: 'off' });
     const row = h('div.attr-row', nameIn, h('span.eq', { 'aria-hidden': 'true' }, '='), valIn,
-      h('button.icon', { type: 'button', title: 'Remove attribute', 'aria-label': `remove attribute ${n}`, onclick: () => { row.remove(); } }, '×'));
+      h('button.icon', { type: 'button', title: `Remove ${what}`, 'aria-label': `remove ${what} ${n}`, onclick: () => { row.remove(); } }, '×'));
     rows.appendChild(row);
     return nameIn;
   }
-  wrap.append(rows, h('button.small', { type: 'button', onclick: () => addRow().focus() }, '+ Add attribute'));
+  wrap.append(rows, h('button.small', { type: 'button', 'data-add': what, onclick: () => addRow().focus() }, `+ Add ${what}`));
   return {
     el: wrap,
     addRow,
@@ -117,14 +121,25 @@ export function attributeEditor(label) {
       for (const row of rows.querySelectorAll('.attr-row')) {
         const k = row.querySelector('.attr-name').value.trim();
         if (!k) continue;
-        env[k] = parseValue(row.querySelector('.attr-value').value);
+        const v = row.querySelector('.attr-value').value;
+        env[k] = pairs ? v : parseValue(v);
       }
       return env;
     },
   };
 }
 
-// A modal dialog built on <dialog>; resolves when it closes.
+// The dialogs open now, so that a change of page closes them: a dialog
+// acts on the page it was opened from, never on the next one.
+const openDialogs = new Set();
+
+// Closes every open dialog as if cancelled (their promises resolve to null).
+export function closeDialogs() {
+  for (const close of [...openDialogs]) close(null);
+}
+
+// A modal dialog built on <dialog>; resolves when it closes (null when
+// cancelled, or closed because the page changed).
 export function modal(title, body, { onSubmit, submitLabel = 'OK', danger = false } = {}) {
   const errorBox = h('div.error-box', { role: 'alert', hidden: true });
   const submit = h('button', { type: 'submit', class: danger ? 'danger' : 'primary', 'data-action': 'dialog-submit' }, submitLabel);
@@ -133,7 +148,16 @@ export function modal(title, body, { onSubmit, submitLabel = 'OK', danger = fals
   const dlg = h('dialog.modal', { 'aria-label': title }, form);
   document.body.appendChild(dlg);
   return new Promise((resolve) => {
-    const close = (v) => { dlg.close(); dlg.remove(); resolve(v); };
+    let closed = false;
+    const close = (v) => {
+      if (closed) return;
+      closed = true;
+      openDialogs.delete(close);
+      dlg.close();
+      dlg.remove();
+      resolve(v);
+    };
+    openDialogs.add(close);
     cancel.addEventListener('click', () => close(null));
     dlg.addEventListener('cancel', (e) => { e.preventDefault(); close(null); });
     form.addEventListener('submit', async (e) => {
@@ -144,6 +168,7 @@ export function modal(title, body, { onSubmit, submitLabel = 'OK', danger = fals
         const v = onSubmit ? await onSubmit() : true;
         close(v === undefined ? true : v);
       } catch (err) {
+        if (closed) return;
         showError(errorBox, err);
         submit.disabled = false;
       }
@@ -196,4 +221,71 @@ export function navigate(hash) {
 
 export function routeHref(...parts) {
   return `#/${parts.map((p) => encodeURIComponent(String(p))).join('/')}`;
+}
+
+// copyIcon is two overlapping sheets, drawn (no font has a glyph for it
+// everywhere).
+function copyIcon() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 16 16');
+  svg.setAttribute('width', '13');
+  svg.setAttribute('height', '13');
+  svg.setAttribute('aria-hidden', 'true');
+  for (const [x, y] of [[5, 5], [2, 2]]) {
+    const r = document.createElementNS(ns, 'rect');
+    for (const [k, v] of Object.entries({ x, y, width: 9, height: 9, rx: 1.5, fill: x === 5 ? '#fff' : 'none', stroke: 'currentColor', 'stroke-width': 1.5 })) r.setAttribute(k, v);
+    svg.appendChild(r);
+  }
+  return svg;
+}
+
+// A button that copies text to the clipboard, saying so; without a label,
+// an icon.
+export function copyButton(text, label = 'Copy') {
+  const btn = h('button.small.copy', { type: 'button', title: `Copy ${text}`, 'aria-label': `Copy ${text}`, 'data-copy': text }, label || copyIcon());
+  btn.addEventListener('click', async () => {
+    let ok = false;
+    try {
+      if (navigator.clipboard && window.isSecureContext) {
+        await navigator.clipboard.writeText(text);
+        ok = true;
+      }
+    } catch { /* fall back below */ }
+    if (!ok) {
+      const area = h('textarea', { 'aria-hidden': 'true', style: 'position:fixed;left:-9999px;top:0' });
+      area.value = text;
+      document.body.appendChild(area);
+      area.select();
+      try { ok = document.execCommand('copy'); } catch { ok = false; }
+      area.remove();
+    }
+    btn.replaceChildren(ok ? 'Copied' : 'Select and copy');
+    btn.dataset.copied = ok ? 'yes' : 'no';
+    setTimeout(() => { btn.replaceChildren(label || copyIcon()); }, 1500);
+  });
+  return btn;
+}
+
+// A full id in monospace with a copy button.
+export function idWithCopy(id) {
+  return h('span.id-copy', h('code.full-id', { 'data-id': id }, id), ' ', copyButton(id));
+}
+
+// Context pairs as small chips, or nothing.
+export function contextChips(ctx) {
+  const keys = Object.keys(ctx || {}).sort();
+  if (!keys.length) return null;
+  return h('span.context-chips', keys.map((k) => h('span.chip.ctx', { title: `context ${k}` }, h('span.muted', `${k}=`), ctx[k])));
+}
+
+// How long ago a time was, in a few characters.
+export function fmtAgo(iso, now = Date.now()) {
+  const t = new Date(iso).getTime();
+  if (Number.isNaN(t)) return '';
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 172800) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d`;
 }
