@@ -120,10 +120,10 @@ const nightlyBPMN = `<?xml version="1.0" encoding="UTF-8"?>
 </definitions>
 `
 
-// Timer start events: loading a version arms them (a process holds each,
-// its token a durable timer); each due time starts a process of the
-// definition, a cycle as often as it says; a new version's timers replace
-// the old ones.
+// Timer start events are timers of the definition, kept in the store:
+// loading a version arms them and no process exists until one is due; each
+// due time starts one process of the definition, a cycle as often as it
+// says; a new version's timers replace the old ones.
 func TestBPMNTimerStart(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
@@ -133,6 +133,13 @@ func TestBPMNTimerStart(t *testing.T) {
 		if _, _, err := e.LoadDefinition(ctx, "nightly.bpmn", []byte(nightlyBPMN), ""); err != nil {
 			t.Fatal(err)
 		}
+		processes := func() []veena.Process {
+			page, err := e.Processes(ctx, veena.ProcessFilter{Definition: "nightly"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return page.Items
+		}
 		reports := func() int {
 			page, err := e.Tasks(ctx, veena.TaskFilter{})
 			if err != nil {
@@ -140,21 +147,20 @@ func TestBPMNTimerStart(t *testing.T) {
 			}
 			return len(page.Items)
 		}
-		holders := func() []veena.Process {
-			page, err := e.Processes(ctx, veena.ProcessFilter{Definition: "nightly", State: "executing"})
+		timers := func() []veena.StartTimer {
+			ts, err := e.StartTimers(ctx, "nightly")
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out []veena.Process
-			for _, p := range page.Items {
-				if _, ok := p.Env["veena.timerStart"]; ok {
-					out = append(out, p)
-				}
-			}
-			return out
+			return ts
 		}
-		if h := holders(); len(h) != 1 || reports() != 0 {
-			t.Fatalf("holders %d, reports %d", len(h), reports())
+		// Armed: one timer due in an hour, and no process of the definition.
+		ts := timers()
+		if len(ts) != 1 || ts[0].Node != "everyHour" || ts[0].Version != 1 || ts[0].DueAt == nil || !ts[0].DueAt.Equal(t0.Add(time.Hour)) || ts[0].Fired != 0 {
+			t.Fatalf("start timers %+v", ts)
+		}
+		if n := len(processes()); n != 0 {
+			t.Fatalf("%d processes before the timer fired", n)
 		}
 		if b.durable {
 			e.Close()
@@ -165,12 +171,27 @@ func TestBPMNTimerStart(t *testing.T) {
 		}
 		clk.Advance(61 * time.Minute)
 		waitFor(t, func() bool { return reports() == 1 })
+		if ts := timers(); ts[0].Fired != 1 || !ts[0].DueAt.Equal(t0.Add(2*time.Hour)) {
+			t.Fatalf("after the first firing: %+v", ts[0])
+		}
 		clk.Advance(60 * time.Minute)
-		waitFor(t, func() bool { return reports() == 2 && len(holders()) == 0 })
+		waitFor(t, func() bool { return reports() == 2 })
 		clk.Advance(5 * time.Hour)
 		time.Sleep(100 * time.Millisecond)
 		if n := reports(); n != 2 {
 			t.Fatalf("R2 started %d processes", n)
+		}
+		ps := processes()
+		if len(ps) != 2 {
+			t.Fatalf("%d processes, want the 2 started", len(ps))
+		}
+		for _, p := range ps {
+			if p.State != "executing" || p.Version != 1 {
+				t.Fatalf("process %s: %s, version %d", p.ID, p.State, p.Version)
+			}
+		}
+		if ts := timers(); ts[0].Fired != 2 || ts[0].DueAt != nil {
+			t.Fatalf("after the last firing: %+v", ts[0])
 		}
 		// A new version arms its own timer and disarms the old one's.
 		v2 := strings.Replace(nightlyBPMN, "R2/PT1H", "R/PT2H", 1)
@@ -180,12 +201,20 @@ func TestBPMNTimerStart(t *testing.T) {
 		if _, _, err := e.LoadDefinition(ctx, "nightly.bpmn", []byte(v2), ""); err != nil {
 			t.Fatal(err)
 		}
-		h := holders()
-		if len(h) != 1 || h[0].Version != 3 {
-			t.Fatalf("holders after two new versions: %+v", h)
+		ts = timers()
+		if len(ts) != 1 || ts[0].Version != 3 || ts[0].Fired != 0 || !ts[0].DueAt.Equal(clk.Now().Add(2*time.Hour)) {
+			t.Fatalf("start timers after two new versions: %+v", ts)
 		}
 		clk.Advance(121 * time.Minute)
 		waitFor(t, func() bool { return reports() == 3 })
+		// A version without a timer start event removes the timers.
+		v4 := strings.Replace(strings.Replace(nightlyBPMN, "<timerEventDefinition><timeCycle>R2/PT1H</timeCycle></timerEventDefinition>", "", 1), "everyHour", "begin", 2)
+		if _, _, err := e.LoadDefinition(ctx, "nightly.bpmn", []byte(v4), ""); err != nil {
+			t.Fatal(err)
+		}
+		if ts := timers(); len(ts) != 0 {
+			t.Fatalf("start timers after a version without: %+v", ts)
+		}
 		e.Close()
 	})
 }

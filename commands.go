@@ -38,6 +38,10 @@ type op struct {
 	Await string `json:"await,omitempty"`
 	Name  string `json:"name,omitempty"`
 	Key   string `json:"key,omitempty"`
+	// MessageID and IDUntil: a message's id, remembered until IDUntil
+	// (Unix ns) in the transaction that delivers it.
+	MessageID string `json:"messageId,omitempty"`
+	IDUntil   int64  `json:"idUntil,omitempty"`
 	// Request identifies the request the op carries out (see requestID),
 	// when it has an idempotency key: the key is bound to it.
 	Request string `json:"request,omitempty"`
@@ -235,7 +239,7 @@ func (o *op) bind(res *outcome) commandFunc {
 			t.root.Walk(func(q *kernel.Process) { q.Dirty = q.Dirty || t.unindexed[q.ID] })
 			return p, nil
 		case opDeliver:
-			return p, o.deliver(ke, p)
+			return p, o.deliver(ke, p, c)
 		case opTimer:
 			if o.Token < 0 || o.Token >= len(p.NodeTokens) {
 				return nil, errNoChange

@@ -217,9 +217,13 @@ func (e *Engine) LoadDefinition(ctx context.Context, file string, src []byte, fo
 	if err != nil {
 		return nil, false, err
 	}
-	// A BPMN version's timer start events are armed once it is stored.
+	// A version's timer start events are armed once it is stored
+	// (replacing those of the earlier versions).
 	for _, g := range added {
-		if err := e.scheduleTimerStarts(ctx, g); err != nil {
+		if g.Version == 1 && !hasTimerStart(g) {
+			continue
+		}
+		if err := e.armStartTimers(ctx, g); err != nil {
 			return nil, false, err
 		}
 	}

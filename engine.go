@@ -8,7 +8,8 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"strconv"
+	"slices"
+
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,8 @@ type Engine struct {
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
+	armed sync.Map // definition name -> the latest version whose start timers this engine armed (starttimers.go)
+
 	nets      *netproc.Runtime // runs Petri net processes
 	analysing chan struct{}    // one state-space exploration at a time
 	analyses  analysisCache
@@ -196,7 +199,18 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if err := e.armLatest(ctx); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// wakeUp makes the background loop look for due work now.
+func (e *Engine) wakeUp() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
 }
 
 // timeOrdered reports whether newID makes UUIDv7 IDs stamped with the
@@ -273,7 +287,7 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		lease = 30 * time.Second
 	}
 	lastSync := time.Now()
-	var lastDrain, lastIndex, lastExpiry time.Time
+	var lastDrain, lastIndex, lastExpiry, lastBuffered time.Time
 	indexed := false
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -299,9 +313,17 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 				}
 			}(t)
 		}
+		if e.fireStartTimers(ctx, lease, 20) {
+			wait = 0
+		}
 		if len(timers) == 100 {
 			wait = 0
 		} else if next, err := e.store.NextTimer(ctx); err == nil && !next.IsZero() {
+			if d := next.Sub(e.clock()); d < wait {
+				wait = max(d, 10*time.Millisecond)
+			}
+		}
+		if next, err := e.store.NextStartTimer(ctx); err == nil && !next.IsZero() {
 			if d := next.Sub(e.clock()); d < wait {
 				wait = max(d, 10*time.Millisecond)
 			}
@@ -323,6 +345,13 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 			if err := e.reloadDefinitions(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("veena: reload definitions", "err", err)
 			}
+			if err := e.armLatest(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("veena: arm timer start events", "err", err)
+			}
+		}
+		if time.Since(lastBuffered) >= bufferedSweep {
+			lastBuffered = time.Now()
+			e.startBuffered(ctx, "", "", 100)
 		}
 		// A little jitter keeps several engines from polling in lockstep.
 		if wait > 0 {
@@ -336,6 +365,10 @@ func (e *Engine) background(ctx context.Context, done chan struct{}) {
 		}
 	}
 }
+
+// bufferedSweep is how often the background loop looks for buffered
+// messages that may start a process now (messages.go).
+const bufferedSweep = 2 * time.Second
 
 // indexOldRows rewrites the rows of executing processes that an older
 // Veena wrote without where they wait (so that listings find them by
@@ -456,6 +489,7 @@ type processFacts struct {
 	works     map[int]string    // node token -> key of the work it waits for
 	waitNodes []string
 	correl    string // the tokens waiting for messages and signals (messages.go)
+	msgWaits  []int  // the tokens waiting for messages
 }
 
 func (e *Engine) factsOf(p *kernel.Process) processFacts {
@@ -476,7 +510,9 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 			}
 		}
 		f.waitNodes = waitNodesOf(p)
-		f.correl = correlationKey(correlationsOf(p, ""))
+		cs := correlationsOf(p, "")
+		f.correl = correlationKey(cs)
+		f.msgWaits = messageWaits(cs)
 	}
 	return f
 }
@@ -599,6 +635,10 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 			}
 			p := early
 			switch {
+			case root == "" && p == nil:
+				// A new tree whose early run was stale (a buffered
+				// message it took was taken by another): run it here.
+				p = e.run(&tree{}, fn, tx, ctx)
 			case expect && ahead == 0:
 				if err := tx.ExpectTree(ctx, root, p.from); err != nil {
 					return err
@@ -666,8 +706,9 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 			err = attempt(expect, ahead)
 		}
 	}
-	if expect && errors.Is(err, store.ErrStale) {
-		// The tree, or a work row the command read, changed meanwhile.
+	if (expect || root == "") && errors.Is(err, store.ErrStale) {
+		// The tree, or a work row or buffered message the command read,
+		// changed meanwhile.
 		early = nil
 		err = attempt(false, 0)
 	}
@@ -728,12 +769,19 @@ type plan struct {
 	correlations []correlationWrite
 	waiting      []store.Correlation
 	signals      []string
-	timerStarts  []timerStart      // timer start events that fired: processes to start
-	ctxPut       []*kernel.Process // processes whose context starts to count or changed
-	ctxDrop      []string          // processes whose context stops counting
-	unique       []string
-	bump         bool // the root row is not rewritten: set its version
-	cmd          *cmd // the work rows the command writes, its audit notes
+	// taken are the buffered messages the command delivers: the last seq
+	// of each name and key (messages.go); inTx says whether the command
+	// ran in its transaction (so read messages there).
+	taken map[messageKey]int64
+	inTx  bool
+	// freed are the message start keys of processes that stopped
+	// executing: buffered messages may start a process now.
+	freed   []messageKey
+	ctxPut  []*kernel.Process // processes whose context starts to count or changed
+	ctxDrop []string          // processes whose context stops counting
+	unique  []string
+	bump    bool // the root row is not rewritten: set its version
+	cmd     *cmd // the work rows the command writes, its audit notes
 	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
@@ -776,6 +824,11 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 	}
 	target, err := fn(ke, t, p.cmd)
 	if err != nil {
+		p.err = err
+		return p
+	}
+	_, p.inTx = rows.(store.Tx)
+	if err := e.takeBuffered(ke, t, p); err != nil {
 		p.err = err
 		return p
 	}
@@ -833,24 +886,14 @@ func (p *plan) prepare(e *Engine) error {
 		if facts.correl != before.correl {
 			cs := correlationsOf(q, rec.Root)
 			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
-			old := map[int]bool{}
-			if known {
-				for _, s := range strings.Split(before.correl, "\x01") {
-					if i := strings.IndexByte(s, 0); i > 0 {
-						n, _ := strconv.Atoi(s[:i])
-						old[n] = true
-					}
-				}
-			}
 			for _, c := range cs {
-				if c.Kind == "message" && !old[c.Token] {
+				if c.Kind == "message" && !slices.Contains(before.msgWaits, c.Token) {
 					p.waiting = append(p.waiting, c)
 				}
 			}
 		}
 		if len(q.Events) > 0 {
 			p.signals = append(p.signals, thrownSignals(q)...)
-			p.timerStarts = append(p.timerStarts, firedTimerStarts(q)...)
 		}
 		if facts.timers > 0 || before.timers > 0 {
 			w := timerWrite{process: q.ID}
@@ -877,6 +920,7 @@ func (p *plan) prepare(e *Engine) error {
 			p.ctxDrop = append(p.ctxDrop, q.ID)
 		case !executing && wasExecuting && len(before.context) > 0:
 			p.ctxDrop = append(p.ctxDrop, q.ID)
+			p.freed = append(p.freed, heldMessageKeys(before.context)...)
 		}
 		// Drop the slice, not just its length: a cached tree may wait
 		// long for its next command and should not keep the array alive.
@@ -930,7 +974,10 @@ func (p *plan) apply(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	return p.cmd.apply(ctx, tx)
+	if err := p.cmd.apply(ctx, tx); err != nil {
+		return err
+	}
+	return p.checkBuffered(ctx, tx)
 }
 
 // UniqueContextPrefix begins the context keys whose value may be held by

@@ -193,7 +193,7 @@ func (e *Engine) applyNext(ctx context.Context, root string, upTo int64) (*store
 	// The command itself failed: record why, unless another drainer got
 	// to it first.
 	failed := c
-	b, merr := json.Marshal(failure(err))
+	b, merr := json.Marshal(failure(storeError("apply a queued command", err)))
 	if merr != nil {
 		return nil, merr
 	}

@@ -129,3 +129,117 @@ func TestMessagesAndSignals(t *testing.T) {
 		e.Close()
 	})
 }
+
+const ordersModel = `<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:zeebe="http://camunda.org/schema/zeebe/1.0" targetNamespace="t">
+  <message id="placed" name="order placed"/>
+  <message id="paid" name="paid"><extensionElements><zeebe:subscription correlationKey="= orderId"/></extensionElements></message>
+  <process id="orders" isExecutable="true">
+    <startEvent id="s"><messageEventDefinition messageRef="placed"/></startEvent>
+    <sequenceFlow id="f0" sourceRef="s" targetRef="pack"/>
+    <userTask id="pack"/>
+    <sequenceFlow id="f1" sourceRef="pack" targetRef="wait"/>
+    <intermediateCatchEvent id="wait"><messageEventDefinition messageRef="paid"/></intermediateCatchEvent>
+    <sequenceFlow id="f2" sourceRef="wait" targetRef="e"/><endEvent id="e"/>
+  </process>
+</definitions>`
+
+// Message ids are remembered for their TTL whether the message was
+// delivered at once, started a process or was buffered, across engines; a
+// message start with a correlation key starts one executing process per
+// key (a second message waits in the buffer until the first process ends);
+// a token that comes to wait takes a buffered message in the same command.
+func TestMessageIDsAndMessageStarts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clk := newClock()
+		mk := b.place(t)
+		e1 := open(t, mk(), veena.Options{Clock: clk.Now})
+		e2 := open(t, mk(), veena.Options{Clock: clk.Now})
+		defer e2.Close()
+		defer e1.Close()
+		if _, _, err := e1.LoadDefinition(ctx, "orders.bpmn", []byte(ordersModel), ""); err != nil {
+			t.Fatal(err)
+		}
+		publish := func(e *veena.Engine, req veena.PublishRequest) *veena.PublishResult {
+			t.Helper()
+			res, err := e.PublishMessage(ctx, req)
+			if err != nil {
+				t.Fatalf("publish %+v: %v", req, err)
+			}
+			return res
+		}
+		// A message start with a key: the process holds the key.
+		res := publish(e1, veena.PublishRequest{Name: "order placed", CorrelationKey: "o-1", TTL: time.Hour, MessageID: "m1", Env: map[string]any{"orderId": "o-1"}})
+		if res.Process == nil || res.Buffered {
+			t.Fatalf("first order: %+v", res)
+		}
+		p1 := *res.Process
+		if p, _ := e2.Process(ctx, p1); p.Context["@message:orders"] != "o-1" || p.State != "executing" {
+			t.Fatalf("started process %+v", p)
+		}
+		// Its id is remembered although it was never buffered, on the
+		// other engine too.
+		_, err := e2.PublishMessage(ctx, veena.PublishRequest{Name: "order placed", CorrelationKey: "o-1", TTL: time.Hour, MessageID: "m1"})
+		wantCode(t, err, "conflict")
+		// While p1 executes, the key starts no second process: dropped
+		// without a TTL, buffered with one.
+		if res = publish(e2, veena.PublishRequest{Name: "order placed", CorrelationKey: "o-1", MessageID: "m2"}); res.Process != nil || res.Buffered {
+			t.Fatalf("second order o-1 without ttl: %+v", res)
+		}
+		if res = publish(e2, veena.PublishRequest{Name: "order placed", CorrelationKey: "o-1", TTL: time.Hour, MessageID: "m3", Env: map[string]any{"orderId": "o-1", "second": true}}); res.Process != nil || !res.Buffered {
+			t.Fatalf("second order o-1 with ttl: %+v", res)
+		}
+		// Another key, and no key at all (every time), start processes.
+		others := map[string]bool{}
+		for _, key := range []string{"o-2", "", ""} {
+			res = publish(e1, veena.PublishRequest{Name: "order placed", CorrelationKey: key})
+			if res.Process == nil || others[*res.Process] {
+				t.Fatalf("order %q: %+v", key, res)
+			}
+			others[*res.Process] = true
+		}
+		// p1 is not waiting for its payment yet: the payment is buffered,
+		// and the task's completion takes it in the same command.
+		if res = publish(e1, veena.PublishRequest{Name: "paid", CorrelationKey: "o-1", TTL: time.Hour, MessageID: "pay-1", Env: map[string]any{"amount": 30}}); !res.Buffered {
+			t.Fatalf("early payment: %+v", res)
+		}
+		tasks, err := e2.Tasks(ctx, veena.TaskFilter{Process: p1})
+		if err != nil || len(tasks.Items) != 1 {
+			t.Fatalf("tasks of p1: %+v, %v", tasks, err)
+		}
+		done, err := e2.CompleteTask(ctx, tasks.Items[0].ID, veena.CompleteTaskRequest{Actor: veena.Actor{User: "ann"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.State != "completed" || done.Env["amount"].IntValue() != 30 {
+			t.Fatalf("p1 after its task: %s, env %v", done.State, done.Env)
+		}
+		// The payment's id is remembered after it was taken.
+		_, err = e2.PublishMessage(ctx, veena.PublishRequest{Name: "paid", CorrelationKey: "o-1", TTL: time.Hour, MessageID: "pay-1"})
+		wantCode(t, err, "conflict")
+		// p1 ended: the buffered order o-1 starts the next process.
+		var p5 *veena.Process
+		waitFor(t, func() bool {
+			page, err := e1.Processes(ctx, veena.ProcessFilter{Definition: "orders", State: "executing"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range page.Items {
+				if p.Context["@message:orders"] == "o-1" {
+					p5 = &p
+					return true
+				}
+			}
+			return false
+		})
+		if p5.ID == p1 || !p5.Env["second"].BoolValue() {
+			t.Fatalf("process for the buffered order: %+v", p5)
+		}
+		// Once the TTL has passed, an id may be used again.
+		clk.Advance(2 * time.Hour)
+		if res = publish(e1, veena.PublishRequest{Name: "paid", CorrelationKey: "o-1", TTL: time.Hour, MessageID: "pay-1"}); !res.Buffered {
+			t.Fatalf("an expired id: %+v", res)
+		}
+	})
+}

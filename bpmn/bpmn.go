@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/veena-wf/veena/bpmn/timer"
 	"github.com/veena-wf/veena/expr"
 	"github.com/veena-wf/veena/format/bpmn"
 	"github.com/veena-wf/veena/graph"
@@ -450,4 +451,77 @@ func StartEvents(g *graph.Graph) []StartEvent {
 		out = append(out, StartEvent{Kind: string(el.Event.Kind), Name: el.Event.Name, Node: el.ID})
 	}
 	return out
+}
+
+// StartTimer reads the timer of a timer start event of g: its expression
+// is evaluated with no variables (as when the definition is deployed), at
+// now.
+func StartTimer(g *graph.Graph, node string, now time.Time) (*timer.Timer, error) {
+	n := g.Node(node)
+	if n == nil {
+		return nil, fmt.Errorf("definition %s has no node %s", g.Name, node)
+	}
+	el := elementOf(n)
+	if el == nil || el.Event == nil || el.Event.Kind != bpmn.EventTimer || el.Scope != nil {
+		return nil, fmt.Errorf("%s is not a timer start event of %s", node, g.Name)
+	}
+	ev := el.Event
+	var text string
+	if ev.Timer != nil && ev.Timer.Program != nil {
+		v, err := ev.Timer.Program.Eval(expr.Env{Vars: noVars{}, Now: now})
+		if err != nil {
+			return nil, fmt.Errorf("timer %q of %s (line %d): %w", ev.Timer.Text, node, ev.Timer.Pos.Line, err)
+		}
+		switch x := v.(type) {
+		case string:
+			text = x
+		case time.Time:
+			return &timer.Timer{Kind: timer.Date, At: x}, nil
+		case interface{ String() string }:
+			text = x.String()
+		default:
+			return nil, fmt.Errorf("timer %q of %s gives a %T, not a date, duration or cycle", ev.Timer.Text, node, v)
+		}
+	} else if ev.Timer != nil {
+		text = ev.Timer.Text
+	}
+	tm, err := timer.Parse(timer.Kind(ev.TimerKind), text)
+	if err != nil {
+		return nil, fmt.Errorf("timer %q of %s: %w", text, node, err)
+	}
+	return tm, nil
+}
+
+// noVars are the variables of an expression evaluated outside any
+// process: none.
+type noVars struct{}
+
+func (noVars) Get(string) (any, bool) { return nil, false }
+func (noVars) Names() []string        { return nil }
+
+// FirstStart is when a timer start event armed at now fires first; zero if
+// it never fires (a cycle of no repetitions).
+func FirstStart(tm *timer.Timer, now time.Time) time.Time {
+	if tm.Kind == timer.Cycle && tm.Repeat == 0 {
+		return time.Time{}
+	}
+	return tm.First(now)
+}
+
+// NextStart is when a timer start event that fired for the fired-th time
+// at its due time fires next; zero once it is done. A cycle fired late
+// (its engines were down) does not catch up on the times it missed: it
+// fires next one interval after now.
+func NextStart(tm *timer.Timer, due time.Time, fired int, now time.Time) time.Time {
+	if tm.Kind != timer.Cycle || (tm.Repeat >= 0 && fired >= tm.Repeat) {
+		return time.Time{}
+	}
+	next, ok := tm.Next(due)
+	if !ok {
+		return time.Time{}
+	}
+	if !next.After(now) {
+		next, _ = tm.Next(now)
+	}
+	return next
 }

@@ -13,15 +13,6 @@ func (a *activity) HandleComplete(e *kernel.Engine, t *kernel.NodeToken, names [
 	return guard(e, func() { must(e, a.handleComplete(e, t, names, vars)) })
 }
 
-func (s *startNode) Guard(e *kernel.Engine, t *kernel.NodeToken) (res kernel.GuardResult, err error) {
-	var inner error
-	err = guardFails(func() { res, inner = s.guard(e, t) })
-	if err == nil {
-		err = inner
-	}
-	return res, err
-}
-
 func (s *startNode) Execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	return guard(e, func() { must(e, s.execute(e, t)) })
 }

@@ -13,44 +13,7 @@ import (
 
 type startNode struct{ el *bpmn.Element }
 
-// ScheduleVar is the variable that marks a process holding a definition's
-// timer start event (the engine starts one per timer start event of the
-// latest version, its value the event's id): its token there waits for
-// each due time, and each firing notes NoteStartProcess for the engine to
-// start a process of the definition at that event.
-const ScheduleVar = "veena.timerStart"
-
-// NoteStartProcess is the note a fired timer start's token carries: the
-// start event at which the engine starts a new process once the step has
-// committed.
-const NoteStartProcess = "startProcess"
-
-// scheduling says whether t is the token of a process that holds this
-// timer start event (rather than a process started there).
-func (s *startNode) scheduling(t *kernel.NodeToken) bool {
-	if s.el.Scope != nil || s.el.Event == nil || s.el.Event.Kind != bpmn.EventTimer {
-		return false
-	}
-	v, ok := t.Process.Env.Get(ScheduleVar)
-	return ok && v.String() == s.el.ID
-}
-
-func (s *startNode) guard(e *kernel.Engine, t *kernel.NodeToken) (kernel.GuardResult, error) {
-	if s.scheduling(t) {
-		return timerGuard(e, t, s.el.Event), nil
-	}
-	return kernel.GuardResult{Action: kernel.Accept}, nil
-}
-
 func (s *startNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
-	if s.scheduling(t) {
-		// Its time has come: a process is to start here; a cycle waits on
-		// for its next due time, a date is done.
-		setNotes(e, t, NoteStartProcess, s.el.ID)
-		rearm(e, t, s.el.Event, nil)
-		complete(e, t)
-		return nil
-	}
 	if s.el.Scope == nil {
 		armProcessListeners(e, t.Process)
 	}

@@ -72,6 +72,15 @@ func TestBPMNOverHTTP(t *testing.T) {
 			} {
 				e.want(e.post(c.path, c.body), http.StatusBadRequest, c.code)
 			}
+			// Timer start events are the definition's timers.
+			e.load(strings.NewReplacer(`id="shop"`, `id="tick"`, `<startEvent id="s" name="Order"/>`, `<startEvent id="s" name="Order"><timerEventDefinition><timeCycle>R3/PT1H</timeCycle></timerEventDefinition></startEvent>`,
+				`id="watch"`, `id="watch2"`).Replace(shopBPMN))
+			var timers struct{ Items []veena.StartTimer }
+			e.get("/api/v1/definitions/tick/start-timers").decode(t, &timers)
+			if len(timers.Items) != 1 || timers.Items[0].Node != "s" || timers.Items[0].DueAt == nil || timers.Items[0].Fired != 0 {
+				t.Fatalf("start timers %+v", timers)
+			}
+			e.want(e.get("/api/v1/definitions/nope/start-timers"), http.StatusNotFound, "not_found")
 			// A construct Veena cannot run: 422 naming it, with line and column.
 			bad := strings.Replace(shopBPMN, `<endEvent id="e"/>`, `<complexGateway id="cx"/>`, 1)
 			r = e.do(req{method: "POST", path: "/api/v1/definitions", body: bad, ctype: "application/xml"})

@@ -101,3 +101,19 @@ func (s *Server) broadcastSignal(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, res)
 }
+
+// startTimers lists the timer start events of a definition's armed
+// version: when each starts a process next, and how many it started.
+func (s *Server) startTimers(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, err := s.cfg.Engine.Definition(r.Context(), name, 0); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ts, err := s.cfg.Engine.StartTimers(r.Context(), name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": ts})
+}

@@ -55,6 +55,7 @@ type Engine interface {
 	SendEvent(ctx context.Context, req veena.EventRequest) (*veena.Process, error)
 	PublishMessage(ctx context.Context, req veena.PublishRequest) (*veena.PublishResult, error)
 	BroadcastSignal(ctx context.Context, req veena.SignalRequest) (*veena.SignalResult, error)
+	StartTimers(ctx context.Context, definition string) ([]veena.StartTimer, error)
 	Ready(ctx context.Context) error
 	WaitingCommands(ctx context.Context) (int, error)
 	Attention(ctx context.Context) (*veena.Attention, error)
@@ -138,6 +139,7 @@ func New(cfg Config) *Server {
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}", auth.RoleViewer, s.getDefinition)
 	s.handle("GET", "/api/v1/definitions/{name}/versions/{version}/source", auth.RoleViewer, s.getSource)
 	s.handle("GET", "/api/v1/definitions/{name}/analysis", auth.RoleViewer, s.analyseDefinition)
+	s.handle("GET", "/api/v1/definitions/{name}/start-timers", auth.RoleViewer, s.startTimers)
 	s.handle("GET", "/api/v1/processes/{id}/marking", auth.RoleViewer, s.getMarking)
 	s.handle("POST", "/api/v1/processes/{id}/fire", auth.RoleOperator, s.fireTransition)
 	s.handle("POST", "/api/v1/processes/{id}/transition-events", auth.RoleOperator, s.sendTransitionEvent)

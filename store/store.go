@@ -264,6 +264,8 @@ type Store interface {
 	WorkStore
 	// MessageStore reads correlations and buffered messages (messages.go).
 	MessageStore
+	// StartTimerStore reads and leases start timers (starttimers.go).
+	StartTimerStore
 }
 
 // Tx is the inside of an Update.
@@ -316,6 +318,8 @@ type Tx interface {
 	WorkTx
 	// MessageTx writes correlations and buffers messages (messages.go).
 	MessageTx
+	// StartTimerTx arms and fires start timers (starttimers.go).
+	StartTimerTx
 }
 
 // CheckVersion is ExpectTree's test for backends that check at once: the

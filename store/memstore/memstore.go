@@ -38,6 +38,7 @@ type Store struct {
 	inbox    inbox
 	work     workRows
 	msg      messageRows
+	starts   startTimerRows
 	closed   bool
 	seq      int64
 }

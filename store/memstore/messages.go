@@ -9,11 +9,12 @@ import (
 	"github.com/veena-wf/veena/store"
 )
 
-// messageRows are the correlations and buffered messages.
+// messageRows are the correlations, buffered messages and message ids.
 type messageRows struct {
 	corr map[string][]store.Correlation // by process
 	msgs []store.Message                // in Seq order
 	seq  int64
+	ids  map[string]time.Time // name\x00key\x00id -> until
 }
 
 func (s *Store) Correlations(_ context.Context, kind, name, key string, limit int) ([]store.Correlation, error) {
@@ -42,6 +43,47 @@ func (s *Store) Correlations(_ context.Context, kind, name, key string, limit in
 	return out, nil
 }
 
+func (s *Store) OldestMessage(_ context.Context, name, key string, now time.Time, after int64) (*store.Message, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	return s.oldestMessage(name, key, now, after), nil
+}
+
+// oldestMessage finds a message; the caller holds mu.
+func (s *Store) oldestMessage(name, key string, now time.Time, after int64) *store.Message {
+	for _, m := range s.msg.msgs {
+		if m.Seq > after && m.Name == name && m.Key == key && m.ExpiresAt.After(now) {
+			c := m
+			c.Env = slices.Clone(m.Env)
+			return &c
+		}
+	}
+	return nil
+}
+
+func (s *Store) BufferedMessages(_ context.Context, name string, now time.Time, limit int) ([]store.Message, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	var out []store.Message
+	for _, m := range s.msg.msgs {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if m.Name == name && m.ExpiresAt.After(now) {
+			c := m
+			c.Env = slices.Clone(m.Env)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
 func (s *Store) PurgeMessages(_ context.Context, now time.Time) (int, error) {
 	s.write.Lock()
 	defer s.write.Unlock()
@@ -60,6 +102,11 @@ func (s *Store) PurgeMessages(_ context.Context, now time.Time) (int, error) {
 		}
 	}
 	s.msg.msgs = kept
+	for k, until := range s.msg.ids {
+		if !until.After(now) {
+			delete(s.msg.ids, k)
+		}
+	}
 	return n, nil
 }
 
@@ -86,17 +133,25 @@ func (t *tx) ReplaceCorrelations(_ context.Context, process string, cs []store.C
 	return nil
 }
 
+// Waiting needs no lock of its own: Updates run one at a time.
+func (t *tx) Waiting(_ context.Context, name, key string) (bool, error) {
+	s := t.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, cs := range s.msg.corr {
+		for _, c := range cs {
+			if c.Kind == "message" && c.Name == name && c.Key == key {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 func (t *tx) BufferMessage(_ context.Context, m *store.Message) error {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m.ID != "" {
-		for _, b := range s.msg.msgs {
-			if b.ID == m.ID && b.Name == m.Name && b.Key == m.Key && b.ExpiresAt.After(m.CreatedAt) {
-				return store.ErrConflict
-			}
-		}
-	}
 	old, oldSeq := s.msg.msgs, s.msg.seq
 	s.msg.seq++
 	m.Seq = s.msg.seq
@@ -107,18 +162,46 @@ func (t *tx) BufferMessage(_ context.Context, m *store.Message) error {
 	return nil
 }
 
-func (t *tx) TakeMessage(_ context.Context, name, key string, now time.Time) (*store.Message, error) {
+func (t *tx) OldestMessage(_ context.Context, name, key string, now time.Time, after int64) (*store.Message, error) {
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
+	return t.s.oldestMessage(name, key, now, after), nil
+}
+
+func (t *tx) DeleteMessage(_ context.Context, name, key string, seq int64) error {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, m := range s.msg.msgs {
-		if m.Name == name && m.Key == key && m.ExpiresAt.After(now) {
+		if m.Seq == seq {
 			old := s.msg.msgs
 			s.msg.msgs = append(slices.Clone(old[:i]), old[i+1:]...)
 			t.undo = append(t.undo, func() { s.msg.msgs = old })
-			c := m
-			return &c, nil
+			return nil
 		}
 	}
-	return nil, nil
+	return store.ErrStale
+}
+
+func (t *tx) RememberMessageID(_ context.Context, name, key, id string, now, until time.Time) error {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := name + "\x00" + key + "\x00" + id
+	old, had := s.msg.ids[k]
+	if had && old.After(now) {
+		return store.ErrConflict
+	}
+	if s.msg.ids == nil {
+		s.msg.ids = map[string]time.Time{}
+	}
+	s.msg.ids[k] = until
+	t.undo = append(t.undo, func() {
+		if had {
+			s.msg.ids[k] = old
+		} else {
+			delete(s.msg.ids, k)
+		}
+	})
+	return nil
 }

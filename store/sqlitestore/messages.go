@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"time"
 
 	"github.com/veena-wf/veena/store"
@@ -38,7 +39,7 @@ func (s *Store) Correlations(ctx context.Context, kind, name, key string, limit 
 	return out, readErr(rows.Err())
 }
 
-// PurgeMessages deletes the expired buffered messages.
+// PurgeMessages deletes the expired buffered messages and message ids.
 func (s *Store) PurgeMessages(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
@@ -48,9 +49,56 @@ func (s *Store) PurgeMessages(ctx context.Context, now time.Time) (int, error) {
 		}
 		k, _ := res.RowsAffected()
 		n = int(k)
+		if _, err := c.ExecContext(ctx, `DELETE FROM message_ids WHERE expires_at <= ?`, now.UnixNano()); err != nil {
+			return classify(err)
+		}
 		return nil
 	})
 	return n, err
+}
+
+const qOldestMessage = `SELECT seq, name, key, message_id, env, created_at, expires_at FROM messages
+	WHERE name = ? AND key = ? AND expires_at > ? AND seq > ? ORDER BY seq LIMIT 1`
+
+// OldestMessage returns the oldest unexpired message of a name and key.
+func (s *Store) OldestMessage(ctx context.Context, name, key string, now time.Time, after int64) (*store.Message, error) {
+	rows, err := s.rdb.QueryContext(ctx, qOldestMessage, name, key, now.UnixNano(), after)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	ms, err := scanMessages(rows)
+	if err != nil || len(ms) == 0 {
+		return nil, err
+	}
+	return &ms[0], nil
+}
+
+// BufferedMessages lists the unexpired messages of a name, oldest first.
+func (s *Store) BufferedMessages(ctx context.Context, name string, now time.Time, limit int) ([]store.Message, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, name, key, message_id, env, created_at, expires_at FROM messages
+		WHERE name = ? AND expires_at > ? ORDER BY seq LIMIT ?`, name, now.UnixNano(), limit)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	return scanMessages(rows)
+}
+
+func scanMessages(rows *sql.Rows) ([]store.Message, error) {
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		var m store.Message
+		var created, expires int64
+		if err := rows.Scan(&m.Seq, &m.Name, &m.Key, &m.ID, &m.Env, &created, &expires); err != nil {
+			return nil, readErr(err)
+		}
+		m.CreatedAt, m.ExpiresAt = time.Unix(0, created).UTC(), time.Unix(0, expires).UTC()
+		out = append(out, m)
+	}
+	return out, readErr(rows.Err())
 }
 
 func (t *tx) ReplaceCorrelations(ctx context.Context, process string, cs []store.Correlation) error {
@@ -67,19 +115,15 @@ func (t *tx) ReplaceCorrelations(ctx context.Context, process string, cs []store
 	return nil
 }
 
+// Waiting needs no lock of its own: the writer runs one transaction at a
+// time.
+func (t *tx) Waiting(ctx context.Context, name, key string) (bool, error) {
+	dest := make([]driver.Value, 1)
+	return t.s.queryRow(`SELECT 1 FROM correlations WHERE kind = 'message' AND name = ? AND key = ? LIMIT 1`, dest, name, key)
+}
+
 func (t *tx) BufferMessage(ctx context.Context, m *store.Message) error {
 	t.wrote = true
-	if m.ID != "" {
-		dest := make([]driver.Value, 1)
-		found, err := t.s.queryRow(`SELECT seq FROM messages WHERE name = ? AND key = ? AND message_id = ? AND expires_at > ? LIMIT 1`,
-			dest, m.Name, m.Key, m.ID, m.CreatedAt.UnixNano())
-		if err != nil {
-			return err
-		}
-		if found {
-			return store.ErrConflict
-		}
-	}
 	res, err := t.s.run(`INSERT INTO messages (name, key, message_id, env, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		m.Name, m.Key, m.ID, m.Env, m.CreatedAt.UnixNano(), m.ExpiresAt.UnixNano())
 	if err != nil {
@@ -93,26 +137,49 @@ func (t *tx) BufferMessage(ctx context.Context, m *store.Message) error {
 	return nil
 }
 
-func (t *tx) TakeMessage(ctx context.Context, name, key string, now time.Time) (*store.Message, error) {
-	dest := make([]driver.Value, 6)
-	found, err := t.s.queryRow(`SELECT seq, message_id, env, created_at, expires_at, key FROM messages WHERE name = ? AND key = ? AND expires_at > ? ORDER BY seq LIMIT 1`,
-		dest, name, key, now.UnixNano())
+func (t *tx) OldestMessage(ctx context.Context, name, key string, now time.Time, after int64) (*store.Message, error) {
+	dest := make([]driver.Value, 7)
+	found, err := t.s.queryRow(qOldestMessage, dest, name, key, now.UnixNano(), after)
 	if err != nil || !found {
 		return nil, err
 	}
-	m := &store.Message{Name: name, Key: key, Seq: dest[0].(int64)}
-	m.ID, _ = dest[1].(string)
-	switch v := dest[2].(type) {
+	m := &store.Message{Seq: dest[0].(int64)}
+	m.Name, _ = dest[1].(string)
+	m.Key, _ = dest[2].(string)
+	m.ID, _ = dest[3].(string)
+	switch v := dest[4].(type) {
 	case []byte:
 		m.Env = append([]byte(nil), v...)
 	case string:
 		m.Env = []byte(v)
 	}
-	m.CreatedAt = time.Unix(0, dest[3].(int64)).UTC()
-	m.ExpiresAt = time.Unix(0, dest[4].(int64)).UTC()
-	t.wrote = true
-	if _, err := t.s.run(`DELETE FROM messages WHERE seq = ?`, m.Seq); err != nil {
-		return nil, err
-	}
+	m.CreatedAt = time.Unix(0, dest[5].(int64)).UTC()
+	m.ExpiresAt = time.Unix(0, dest[6].(int64)).UTC()
 	return m, nil
+}
+
+func (t *tx) DeleteMessage(ctx context.Context, name, key string, seq int64) error {
+	t.wrote = true
+	res, err := t.s.run(`DELETE FROM messages WHERE seq = ?`, seq)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("message %d is no longer buffered: %w", seq, store.ErrStale)
+	}
+	return nil
+}
+
+func (t *tx) RememberMessageID(ctx context.Context, name, key, id string, now, until time.Time) error {
+	t.wrote = true
+	res, err := t.s.run(`INSERT INTO message_ids (name, key, message_id, expires_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name, key, message_id) DO UPDATE SET expires_at = excluded.expires_at WHERE message_ids.expires_at <= ?`,
+		name, key, id, until.UnixNano(), now.UnixNano())
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("message %q with id %q: %w", name, id, store.ErrConflict)
+	}
+	return nil
 }
