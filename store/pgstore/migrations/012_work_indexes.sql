@@ -1,4 +1,4 @@
--- Veena schema 11 (PostgreSQL): the jobs a worker may lease (open, or
+-- Veena schema 12 (PostgreSQL): the jobs a worker may lease (open, or
 -- leased with the lease run out) are one index, keyed by when they become
 -- available (the due time of an open job, the end of the lease of a leased
 -- one), so that leasing a job moves its entry within that index instead of

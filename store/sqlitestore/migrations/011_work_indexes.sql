@@ -1,4 +1,4 @@
--- Veena schema 10 (SQLite): fewer index pages per job and task. The rows of
+-- Veena schema 11 (SQLite): fewer index pages per job and task. The rows of
 -- a process's work are found by their ids, which start with the process id
 -- (a range of the primary key), so the token indexes go; the jobs a worker
 -- may lease (open, or leased with the lease run out) are one index, keyed
