@@ -80,7 +80,7 @@ number an attribute cannot hold exactly (it keeps every digit as text).`
 // idHelp explains shortened ids, for the help of the commands that take them.
 const idHelp = `A process id may be shortened to any start of it that only one process has; a
 node token id is its process id (or such a start of it), ".n" and the token's
-number, as in 0192f7c4-3b1e.n2.`
+number, as in 0192f7c4-3b1e.n2; task, job and incident ids likewise (.t, .j, .i).`
 
 func newProcessesCmd() *cobra.Command {
 	cf := &clientFlags{}
