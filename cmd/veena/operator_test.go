@@ -530,3 +530,32 @@ func TestShortWorkIDs(t *testing.T) {
 		t.Errorf("unknown process for audit:\n%s", e)
 	}
 }
+
+// TestCompleteDelayedAsksForNow: completing a token its guard delays is
+// refused, saying until when and what completing it would skip, unless
+// --now; the token then completes without its guard.
+func TestCompleteDelayedAsksForNow(t *testing.T) {
+	c := newCLIEnv(t)
+	c.ok("definitions", "load", c.file("remind.wf.xml", `<?xml version="1.0"?>
+<process-definition name="remind" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="invoice" isStart="true"><arc to="remind"/></node>
+  <node name="remind" type="wait"><guard>if paid then Discard else delay until 1 second after sent</guard><arc to="done"/></node>
+  <node name="done"/>
+</process-definition>
+`))
+	sent := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	p := c.start("remind", "--env", "paid=false", "--env", "sent="+sent.Format(time.RFC3339))
+	tok := c.token(p.ID, "remind")
+	e := c.fails("node-tokens", "complete", tok)
+	until := sent.Add(time.Second).Format("2006-01-02 15:04:05Z")
+	if !strings.Contains(e, "delayed by its guard until "+until) || !strings.Contains(e, "--now") {
+		t.Fatalf("completing a delayed token:\n%s", e)
+	}
+	if got, _ := c.eng.Process(context.Background(), p.ID); got.State != "executing" {
+		t.Fatalf("the refused completion left the process %s", got.State)
+	}
+	c.ok("node-tokens", "complete", tok, "--now")
+	if got, _ := c.eng.Process(context.Background(), p.ID); got.State != "completed" {
+		t.Fatalf("after --now the process is %s", got.State)
+	}
+}
