@@ -267,11 +267,25 @@ func TestListsAndTrouble(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("processes", "show", b.ID, "-o", "json")), &p); err != nil || len(p.Stall) != 1 || len(p.WaitingAt) != 1 {
 		t.Errorf("show -o json: %+v %v", p, err)
 	}
+	// It names the token to backtrack to, and offers no token to complete.
+	finance := ""
+	if h, err := c.eng.Tokens(context.Background(), b.ID); err == nil {
+		for _, tk := range h.NodeTokens {
+			if tk.Node == "finance" {
+				finance = tk.ID
+			}
+		}
+	}
+	out = c.ok("processes", "show", b.ID)
+	if !strings.Contains(out, "veena node-tokens backtrack "+finance+"   # for finance->file: finance ended the branch") ||
+		!strings.Contains(out, "  waiting at:\n") || strings.Contains(out, "complete a token with") {
+		t.Errorf("show of the stalled process, the rescue:\n%s", out)
+	}
 	// The waiting work: every active token and waiting join, with since when.
 	out = c.ok("processes", "waiting")
 	if !strings.Contains(out, "TOKEN OR PROCESS") || !strings.Contains(out, "SINCE") ||
 		!regexp.MustCompile(a.ID+`\.n1 +review v1 +submit +active token`).MatchString(out) ||
-		!regexp.MustCompile(b.ID+` +review v1 +file +join, 1 arc\(s\) arrived \(STALLED\)`).MatchString(out) {
+		!regexp.MustCompile(b.ID+` +review v1 +file +join, 1 arc arrived \(STALLED\)`).MatchString(out) {
 		t.Errorf("waiting:\n%s", out)
 	}
 	var w veena.WaitingPage
