@@ -375,6 +375,32 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 		t.Errorf("the state reads %q, want stalled", got)
 	}
 	b.screenshot("operator-stalled.png")
+	// The banner names the token that ended the missing branch; backtracking
+	// to it from there makes check-credit active again.
+	var hist struct {
+		NodeTokens []struct {
+			ID, Node string
+			Complete bool
+		} `json:"nodeTokens"`
+	}
+	apiCall(t, srv, "GET", "/processes/"+st.ID+"/tokens", nil, &hist)
+	credit := ""
+	for _, tk := range hist.NodeTokens {
+		if tk.Node == "check-credit" {
+			credit = tk.ID
+		}
+	}
+	b.click(fmt.Sprintf(`[data-attention=stalled] [data-action=backtrack][data-token=%q]`, credit))
+	b.wait("the backtrack dialog", `document.querySelector('dialog[open]') !== null`)
+	b.click("dialog [data-action=dialog-submit]")
+	b.wait("check-credit waits again, nothing stalled", `document.querySelector('[data-attention=stalled]') === null && document.querySelector('.token-card [data-action=complete][data-node=check-credit]') !== null`)
+	var rescued proc
+	apiCall(t, srv, "GET", "/processes/"+st.ID, nil, &rescued)
+	if rescued.Stalled || len(rescued.WaitingAt) == 0 {
+		t.Fatalf("after the backtrack from the banner: stalled %v, waiting at %v", rescued.Stalled, rescued.WaitingAt)
+	}
+	// Stall it again for the lists below.
+	apiCall(t, srv, "POST", "/node-tokens/"+activeToken(t, srv, st.ID, "check-credit")+"/complete", map[string]any{"arcs": []string{}}, nil)
 
 	// A delayed token shows until when, and completing it now warns that
 	// its guard is skipped.
@@ -397,6 +423,11 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	b.waitPage("the process whose timer failed")
 	b.wait("the timer banner (the engine fires the timer within seconds)", `(() => { const a = document.querySelector('[data-attention=timer-failed]'); return a && /paid/.test(a.innerText) && /incident/i.test(a.innerText); })()`)
 	b.screenshot("operator-timer-failed.png")
+	// Fix the cause, then resolve the incident from the banner: the guard
+	// runs again, discards the reminder, and the process ends.
+	apiCall(t, srv, "PATCH", "/processes/"+fl.ID+"/env", map[string]any{"paid": true}, nil)
+	b.click("[data-attention=timer-failed] [data-action=resolve-incident]")
+	b.wait("the banner gone, the process completed", `document.querySelector('[data-attention=timer-failed]') === null && document.querySelector('.badge-slot').innerText.includes('completed')`)
 
 	// A canceled process shows the tokens it left as stopped, offering nothing.
 	cn := startProc(t, srv, map[string]any{"definition": "approval"})
