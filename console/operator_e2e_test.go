@@ -374,6 +374,9 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	if got := b.str(`document.querySelector('.badge-slot').innerText`); !strings.Contains(got, "stalled") {
 		t.Errorf("the state reads %q, want stalled", got)
 	}
+	if got := b.str(`[...document.querySelectorAll('ol.timeline li')].map((li) => li.innerText).filter((x) => x.includes('check-credit') && x.includes('completed')).join(' | ')`); !strings.Contains(got, "on no arc: its branch ends") {
+		t.Errorf("the timeline says of check-credit's completion: %q, want that it ended its branch", got)
+	}
 	b.screenshot("operator-stalled.png")
 	// The banner names the token that ended the missing branch; backtracking
 	// to it from there makes check-credit active again.
@@ -440,6 +443,11 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	}
 	if got := b.str(`[...document.querySelectorAll('table.tokens .badge')].map((x) => x.innerText).join(' ')`); strings.Contains(got, "active") {
 		t.Errorf("the history of a canceled process shows active tokens: %s", got)
+	}
+	// Every row of the history keeps its last cell (actions, here none) a
+	// table cell, bordered like the others.
+	if n := b.num(`[...document.querySelectorAll('table.tokens tbody td:last-child')].filter((td) => getComputedStyle(td).display !== 'table-cell').length`); n != 0 {
+		t.Errorf("%d action cells of the token history are not table cells", n)
 	}
 	b.screenshot("operator-canceled.png")
 }

@@ -334,7 +334,8 @@ export async function processView(el, id, session) {
       const li = h('li', { class: `ev ${eventKind(ev.type)}${fresh}`, 'data-seq': ev.seq, 'data-type': ev.type },
         h('time', { datetime: ev.at || '' }, fmtClock(ev.at)),
         h('span.ev-what', where ? h('strong', where) : null, where ? ' ' : '', what,
-          ev.arcNames && ev.arcNames.length ? ` on ${ev.arcNames.map((x) => (x === null ? 'the default arc' : `“${x}”`)).join(', ')}` : ''));
+          ev.arcNames && ev.arcNames.length ? ` on ${ev.arcNames.map((x) => (x === null ? 'the default arc' : `“${x}”`)).join(', ')}` : '',
+          ev.type === 'NODE_TOKEN_COMPLETED' && Array.isArray(ev.arcNames) && !ev.arcNames.length ? ' on no arc: its branch ends' : ''));
       li.title = ev.type;
       if (t) {
         li.tabIndex = 0;
