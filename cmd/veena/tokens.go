@@ -25,6 +25,7 @@ func newTokensCmd() *cobra.Command {
 	var (
 		arcs     []string
 		noArc    bool
+		now      bool
 		envPairs []string
 		setName  string
 		setCount int
@@ -45,7 +46,8 @@ arcs among others. The names are checked against the node's arcs: an unknown
 one (or the default arcs of a node that has none) is refused, listing the valid
 names. --no-arc leaves on no arc: the branch ends. --token-set NAME --count N
 completes with a new token set on the single arc given (--set-env sets its
-attributes).
+attributes). A token its guard delays is refused unless --now: completing it
+skips the rest of the delay, and its guard is not evaluated again.
 
 ` + envHelp + ` (On the token, before it completes.)
 
@@ -72,8 +74,15 @@ for veena processes execute-queued (Sarasvati's asynchronous completion).
 			if err != nil {
 				return err
 			}
+			var tok veena.NodeToken
+			if err := c.getJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id), nil, &tok); err != nil {
+				return err
+			}
+			if err := checkDelayed(&tok, now); err != nil {
+				return err
+			}
 			if !noArc {
-				if err := checkArcs(cmd.Context(), c, id, arcs); err != nil {
+				if err := checkArcs(cmd.Context(), c, &tok, arcs); err != nil {
 					return err
 				}
 			}
@@ -121,6 +130,7 @@ for veena processes execute-queued (Sarasvati's asynchronous completion).
 	}
 	complete.Flags().StringArrayVar(&arcs, "arc", nil, "arc name to leave on, repeatable (\"\" = the default arcs)")
 	complete.Flags().BoolVar(&noArc, "no-arc", false, "leave on no arc")
+	complete.Flags().BoolVar(&now, "now", false, "complete a token its guard delays now, without evaluating the guard again")
 	complete.Flags().StringArrayVar(&envPairs, "env", nil, "token attribute NAME=VALUE, repeatable (typed as described above)")
 	complete.Flags().StringVar(&setName, "token-set", "", "complete with a new token set of this name")
 	complete.Flags().IntVar(&setCount, "count", 1, "members of the new token set")
@@ -221,16 +231,26 @@ for veena processes execute-queued (Sarasvati's asynchronous completion).
 	return cmd
 }
 
+// checkDelayed refuses to complete a token its guard delays, unless now:
+// completing it skips the rest of the delay, and its guard is not evaluated
+// again (the API allows it, as Sarasvati does).
+func checkDelayed(t *veena.NodeToken, now bool) error {
+	if now || t.Complete || t.GuardAction == nil || *t.GuardAction != "delay" {
+		return nil
+	}
+	until := ""
+	if t.DelayUntil != nil {
+		until = " until " + stamp(*t.DelayUntil)
+	}
+	return fmt.Errorf("veena: token %s on %s is delayed by its guard%s; completing it now skips the guard, which is not evaluated again. Add --now to complete it anyway, or leave it: the engine runs the guard again when the delay ends", t.ID, qualified(t.External, t.Node), until)
+}
+
 // checkArcs checks the arc names of a completion against the out-arcs of
 // the token's node: an unknown name, or the default arcs (no --arc, or
 // --arc "") of a node whose out-arcs all have names, is refused with the
 // names the node has. A node with no out-arcs takes the default arcs (its
 // branch ends).
-func checkArcs(ctx context.Context, c *client, tokenID string, names []string) error {
-	var t veena.NodeToken
-	if err := c.getJSON(ctx, "/api/v1/node-tokens/"+url.PathEscape(tokenID), nil, &t); err != nil {
-		return err
-	}
+func checkArcs(ctx context.Context, c *client, t *veena.NodeToken, names []string) error {
 	if t.Complete {
 		return nil // the server says why it cannot be completed
 	}
