@@ -77,6 +77,24 @@ type: 42 and 1.5 are numbers, true and false booleans, {"date": "2026-05-01T08:0
 a date; anything else is a string, and so is a value in double quotes ("42") or a
 number an attribute cannot hold exactly (it keeps every digit as text).`
 
+// transientHelp explains --transient, for the commands that take it.
+const transientHelp = `--transient NAME=VALUE sets a transient attribute for this command only
+(repeatable, typed as --env): the listeners, guards and node types that run in
+the command see it; it is never stored nor shown, and the next command runs
+without it.`
+
+// addTransient puts the --transient pairs into a command's body.
+func addTransient(body map[string]any, pairs []string) error {
+	t, err := parseEnv(pairs)
+	if err != nil {
+		return fmt.Errorf("%w (--transient)", err)
+	}
+	if t != nil {
+		body["transient"] = t
+	}
+	return nil
+}
+
 // idHelp explains shortened ids, for the help of the commands that take them.
 const idHelp = `A process id may be shortened to any start of it that only one process has; a
 node token id is its process id (or such a start of it), ".n" and the token's
@@ -98,6 +116,7 @@ func newProcessesCmd() *cobra.Command {
 		startVersion int
 		startKey     string
 		startOut     outputFlag
+		startTrans   []string
 	)
 	start := &cobra.Command{
 		Use:   "start DEFINITION",
@@ -109,9 +128,12 @@ until every token waits or it ends, and the process is shown.
 
 --context KEY=VALUE gives the process context pairs (repeatable): incoming events
 find it by them (veena events send --match KEY=VALUE), and lists by them
-(veena processes list --context KEY=VALUE).`,
-		Example: `  veena processes start order --env amount=120 --env express=true --context order=o-1042`,
-		Args:    cobra.ExactArgs(1),
+(veena processes list --context KEY=VALUE).
+
+` + transientHelp,
+		Example: `  veena processes start order --env amount=120 --env express=true --context order=o-1042
+  veena processes start order --transient signature=0xbeef`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := startOut.check(); err != nil {
 				return err
@@ -138,6 +160,9 @@ find it by them (veena events send --match KEY=VALUE), and lists by them
 			if ctxm != nil {
 				body["context"] = ctxm
 			}
+			if err := addTransient(body, startTrans); err != nil {
+				return err
+			}
 			p, err := c.command(cmd.Context(), "/api/v1/processes", body, startKey)
 			if err != nil {
 				return err
@@ -147,6 +172,7 @@ find it by them (veena events send --match KEY=VALUE), and lists by them
 	}
 	start.Flags().StringArrayVar(&startEnv, "env", nil, "process attribute NAME=VALUE, repeatable (typed as described above)")
 	start.Flags().StringArrayVar(&startContext, "context", nil, "context pair KEY=VALUE that incoming events (veena events send --match) find the process by, repeatable")
+	start.Flags().StringArrayVar(&startTrans, "transient", nil, "transient process attribute NAME=VALUE for this command only, repeatable (never stored)")
 	start.Flags().IntVar(&startVersion, "version", 0, "definition version (default: the latest)")
 	start.Flags().StringVar(&startKey, "idempotency-key", "", "a key that makes a retry of this start return the first result")
 	startOut.add(start)
@@ -433,7 +459,7 @@ completed into, else the node they lead to.
 		"Show the process environment, or merge attributes into it (NAME= with no value removes one)",
 		"/api/v1/processes/", resolveProcess)
 
-	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd)
+	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd, newFinalizeCmd(cf), newExecuteQueuedCmd(cf))
 	return cmd
 }
 

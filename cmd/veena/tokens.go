@@ -17,8 +17,8 @@ func newTokensCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "node-tokens",
 		Aliases: []string{"tokens", "node-token"},
-		Short:   "Complete, backtrack and show the node tokens of processes (not access tokens: see access-token)",
-		Long:    "Complete, backtrack and show the node tokens of processes. (Access tokens, which\nlet clients in, are managed with veena access-token.)\n\n" + idHelp,
+		Short:   "Complete, backtrack, re-evaluate and show the node tokens of processes (not access tokens: see access-token)",
+		Long:    "Complete, backtrack, re-evaluate and show the node tokens of processes. (Access\ntokens, which let clients in, are managed with veena access-token.)\n\n" + idHelp,
 	}
 	cf.add(cmd)
 
@@ -32,6 +32,8 @@ func newTokensCmd() *cobra.Command {
 		setEnv   []string
 		key      string
 		compOut  outputFlag
+		async    bool
+		trans    []string
 	)
 	complete := &cobra.Command{
 		Use:   "complete TOKEN_ID",
@@ -49,10 +51,16 @@ skips the rest of the delay, and its guard is not evaluated again.
 
 ` + envHelp + ` (On the token, before it completes.)
 
+--async completes the token but leaves the arc tokens it creates pending, queued
+for veena processes execute-queued (Sarasvati's asynchronous completion).
+
+` + transientHelp + ` (On the token.)
+
 ` + idHelp,
 		Example: `  veena node-tokens complete 0192f7c4.n2
   veena node-tokens complete 0192f7c4.n2 --arc approved --env amount=120
-  veena node-tokens complete 0192f7c4.n3 --arc review --token-set reviewers --count 3`,
+  veena node-tokens complete 0192f7c4.n3 --arc review --token-set reviewers --count 3
+  veena node-tokens complete 0192f7c4.n2 --async --transient signature=0xbeef`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := compOut.check(); err != nil {
@@ -107,6 +115,12 @@ skips the rest of the delay, and its guard is not evaluated again.
 				}
 				body["tokenSet"] = ts
 			}
+			if async {
+				body["async"] = true
+			}
+			if err := addTransient(body, trans); err != nil {
+				return err
+			}
 			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id)+"/complete", body, key)
 			if err != nil {
 				return err
@@ -122,6 +136,8 @@ skips the rest of the delay, and its guard is not evaluated again.
 	complete.Flags().IntVar(&setCount, "count", 1, "members of the new token set")
 	complete.Flags().StringArrayVar(&setEnv, "set-env", nil, "token set attribute NAME=VALUE, repeatable")
 	complete.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
+	complete.Flags().BoolVar(&async, "async", false, "leave the new arc tokens pending, for veena processes execute-queued")
+	complete.Flags().StringArrayVar(&trans, "transient", nil, "transient token attribute NAME=VALUE for this command only, repeatable (never stored)")
 	compOut.add(complete)
 
 	var btKey string
@@ -211,7 +227,7 @@ skips the rest of the delay, and its guard is not evaluated again.
 		"Show the token's environment, or merge attributes into it (NAME= removes one)",
 		"/api/v1/node-tokens/", resolveToken)
 
-	cmd.AddCommand(complete, backtrack, show, envCmd)
+	cmd.AddCommand(complete, backtrack, show, envCmd, newReevaluateCmd(cf))
 	return cmd
 }
 
