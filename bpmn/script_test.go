@@ -1,9 +1,12 @@
 package bpmn_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/veena-wf/veena/kernel"
 )
 
 // scriptModel is a process with one JavaScript script task.
@@ -64,6 +67,9 @@ func TestHostileScriptTask(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := load(t, scriptModel(c.src, "r"))
 			r.k.ScriptTimeout = time.Second
+			if !strings.Contains(c.want, "longer") {
+				r.k.ScriptTimeout = 20 * time.Second // the memory or stack limit must stop it, not the time limit
+			}
 			r.k.ScriptMemory = 16 << 20
 			began := time.Now()
 			r.start(nil)
@@ -73,7 +79,7 @@ func TestHostileScriptTask(t *testing.T) {
 			if !strings.Contains(got, "incident js condition_failed") || !strings.Contains(got, c.want) {
 				t.Fatalf("effects %q, want a condition_failed incident at js mentioning %q", got, c.want)
 			}
-			if took > 5*time.Second {
+			if took > 10*time.Second {
 				t.Errorf("the script ran %s", took)
 			}
 			if _, ok := r.p.Env.Get("x"); ok {
@@ -83,5 +89,24 @@ func TestHostileScriptTask(t *testing.T) {
 				t.Error("no active token at the script task")
 			}
 		})
+	}
+}
+
+// TestInterruptStopsScriptTask: the command's time budget (Engine.Interrupt,
+// which the engine calls when Limits.CommandTime is up) stops a running
+// script task at once and fails the command with the budget's code.
+func TestInterruptStopsScriptTask(t *testing.T) {
+	r := load(t, scriptModel(`for (;;) {}`, ""))
+	r.k.ScriptTimeout = 20 * time.Second
+	e := r.engine()
+	time.AfterFunc(300*time.Millisecond, func() { e.Interrupt(nil) })
+	began := time.Now()
+	_, err := e.Start(r.g, nil)
+	var ke *kernel.Error
+	if !errors.As(err, &ke) || ke.Code != kernel.ErrBudgetExceeded.Code {
+		t.Fatalf("err = %v, want %s", err, kernel.ErrBudgetExceeded.Code)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("the interrupted script ran %s", took)
 	}
 }
