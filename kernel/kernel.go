@@ -966,6 +966,7 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 }
 
 func (e *Engine) finalizeComplete(p *Process) {
+	e.endChildren(p)
 	e.mutP(p)
 	p.State = Completed
 	p.Dirty = true
@@ -975,6 +976,17 @@ func (e *Engine) finalizeComplete(p *Process) {
 	}
 	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
 		e.completeVia(t, defaultArcs, nil)
+	}
+}
+
+// endChildren cancels the detached nested processes (StartChild) of a
+// process that completes and are still running, theirs with them: a child
+// is a part of its parent and does not outlive it.
+func (e *Engine) endChildren(p *Process) {
+	for _, c := range p.Nested {
+		if c.ParentToken == nil && (c.State == Created || c.State == Executing) {
+			e.cancel(c)
+		}
 	}
 }
 

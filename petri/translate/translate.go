@@ -15,7 +15,8 @@
 // absorbs the others; or (and anything else) lets each arrival through.
 // Token-set joins, JoinLang programs and join classes depend on run-time
 // data and are read as or joins; the translation lists them as
-// approximations.
+// approximations. A BPMN inclusive join is one of them, and its reading
+// is not an over-approximation (see InclusiveJoinLimit).
 //
 // Completion, by format: a Sarasvati node leaves on the arcs of one name at
 // a time (completeMany is not modelled); a plain node without a guard
@@ -56,6 +57,19 @@ type Translation struct {
 	// boundary event's "not yet"), left as they are when a run finishes.
 	Bookkeeping map[int]bool
 }
+
+// InclusiveJoinLimit is what the translation says of a BPMN inclusive (OR)
+// join. Such a join waits for every branch that can still reach it and
+// then passes once (the non-local rule); no place/transition net of the
+// graph alone says which branches can still arrive, so the net lets each
+// arriving branch through on its own. That is not an over-approximation:
+// it adds runs in which what follows the join runs once per branch (an
+// unsafe place, a stuck join or an unsound verdict downstream may be an
+// artefact), and it loses the runs in which the join passes once, so a
+// clean verdict is not a proof either.
+const InclusiveJoinLimit = "an inclusive (OR) join, read as a merge that lets each arriving branch through on its own " +
+	"(BPMN waits for every branch that can still arrive and passes once): verdicts about what follows it are about the translated net, " +
+	"not proofs about the process (an unsafe place, a stuck join or an unsound verdict there may be an artefact)"
 
 // maxSubsets bounds how many outgoing sets of an inclusive gateway are
 // spelt out; beyond it each single flow and all of them stand for the rest.
@@ -276,6 +290,10 @@ func (b *builder) join(n *graph.Node) {
 		return
 	case graph.JoinOr, "":
 	default:
+		if b.tr.Graph.Format == "bpmn" && n.Kind == "inclusiveGateway" {
+			b.approx(n, InclusiveJoinLimit)
+			break
+		}
 		b.approx(n, fmt.Sprintf("its %s join depends on run-time data; read as an or join", n.Join))
 	}
 	for _, a := range in {

@@ -233,3 +233,36 @@ func TestSchema(t *testing.T) {
 		t.Errorf("complete %v sound %s stuck %v dead %v", rep.Complete, show(rep.Sound), rep.StuckJoins, rep.DeadTransitions)
 	}
 }
+
+// TestInclusiveJoinLimit: a BPMN inclusive join is read as a merge, so
+// both branches of an inclusive split pass it one by one — the end event
+// holds two tokens, which no run of the process does — and the analysis
+// says that the join's reading is not an over-approximation.
+func TestInclusiveJoinLimit(t *testing.T) {
+	src := `<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">
+<process id="p" isExecutable="true">
+  <startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="split"/>
+  <inclusiveGateway id="split"/>
+  <sequenceFlow id="fa" sourceRef="split" targetRef="a"/><sequenceFlow id="fb" sourceRef="split" targetRef="b"/>
+  <task id="a"/><task id="b"/>
+  <sequenceFlow id="ja" sourceRef="a" targetRef="join"/><sequenceFlow id="jb" sourceRef="b" targetRef="join"/>
+  <inclusiveGateway id="join"/><sequenceFlow id="f9" sourceRef="join" targetRef="e"/>
+  <endEvent id="e"/>
+</process>
+</definitions>`
+	gs, err := bpmn.Load("or.bpmn", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := translate.Analyze(gs[0], analysis.Options{MaxStates: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Safe == nil || *rep.Safe {
+		t.Errorf("safe %v: the merge reading should let both branches through", show(rep.Safe))
+	}
+	if len(rep.Approximations) != 1 || rep.Approximations[0] != "join: "+translate.InclusiveJoinLimit {
+		t.Errorf("approximations %q, want the inclusive join's limit", rep.Approximations)
+	}
+}
