@@ -311,7 +311,10 @@ func testActions(t *testing.T, b *browser, srv e2eServer) {
 			Node      string
 			Complete  bool
 			Env       map[string]any
-			TokenSets []struct{ Name string; Member int } `json:"tokenSets"`
+			TokenSets []struct {
+				Name   string
+				Member int
+			} `json:"tokenSets"`
 		} `json:"nodeTokens"`
 	}
 	apiCall(t, srv, "GET", "/processes/"+id+"/tokens", nil, &h)
