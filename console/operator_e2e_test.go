@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -491,6 +492,10 @@ func testLists(t *testing.T, b *browser, srv e2eServer) {
 	b.goTo("#/waiting")
 	b.waitPage("the waiting work")
 	b.wait("rows of waiting work", `document.querySelectorAll('table.waiting tbody tr').length >= 5 && document.querySelector('table.waiting').innerText.includes('review')`)
+	// Times read on a 24-hour clock, as the timeline's do, with their zone.
+	if got := b.str(`document.querySelector('table.waiting tbody tr td:nth-child(3)').innerText`); !regexp.MustCompile(`\d{4}, (?:[01]\d|2[0-3]):\d\d:\d\d \S+$`).MatchString(got) || regexp.MustCompile(`\b[AP]M\b`).MatchString(got) {
+		t.Errorf("a waiting row's time reads %q, want the date, a 24-hour time and the zone", got)
+	}
 	b.screenshot("operator-waiting.png")
 	b.goTo("#/waiting?node=review")
 	b.waitPage("waiting at review")
