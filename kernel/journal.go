@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -14,6 +15,17 @@ import (
 // restores the lengths of its token, event and token-set lists. On success
 // the journal is forgotten; the happy path pays one comparison per change
 // and one copy per object a command changes.
+//
+// Processes are saved when the command comes to them rather than at each
+// change, for the token game changes its process at every step: a command
+// saves the process it runs on and that process's ancestors (enter), and
+// so does every call into the kernel's API within the command, and every
+// move of the kernel onto another process of the tree (cancelling a
+// nested one, starting one, delivering to one). A nested process that
+// ends completes its parent token in a process saved already, its parent.
+// The token game's own steps then only assert that their process is
+// saved (saved, checked in builds with the veenajournal tag: go test
+// -tags veenajournal ./...).
 //
 // Node types and listeners that change tokens through the kernel's methods
 // (Complete, SetAttr, Env writes, FullEnv …) are undone with the rest;
@@ -199,22 +211,40 @@ func (j *journal) rollback() {
 }
 
 // The change hooks: each saves the object before the command first
-// changes it.
+// changes it. Outside a command (epoch 0) they may save an object into the
+// idle journal, which the next command's begin forgets: harmless, and one
+// comparison cheaper than asking whether a command runs.
 
 func (e *Engine) mutP(p *Process) {
-	if e.j.epoch != 0 && p.epoch != e.j.epoch {
+	if p.epoch != e.j.epoch {
 		e.j.saveProc(p)
 	}
 }
 
+// enter saves p and its ancestors: the command has come to p's process.
+func (e *Engine) enter(p *Process) {
+	for ; p != nil; p = p.Parent {
+		e.mutP(p)
+	}
+}
+
+// saved asserts that p is saved in the running command's journal (or was
+// created by the command), in builds with the veenajournal tag; elsewhere
+// it costs nothing.
+func (e *Engine) saved(p *Process) {
+	if checkJournal && e.j.epoch != 0 && p.epoch != e.j.epoch {
+		panic(fmt.Sprintf("kernel: process %s changed by a command that did not save it first", p.ID))
+	}
+}
+
 func (e *Engine) mutN(t *NodeToken) {
-	if e.j.epoch != 0 && t.epoch != e.j.epoch {
+	if t.epoch != e.j.epoch {
 		e.j.saveNode(t)
 	}
 }
 
 func (e *Engine) mutA(a *ArcToken) {
-	if e.j.epoch != 0 && a.epoch != e.j.epoch {
+	if a.epoch != e.j.epoch {
 		e.j.saveArc(a)
 	}
 }

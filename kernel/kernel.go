@@ -30,6 +30,7 @@ type Kernel struct {
 	stringFuncs map[string]StringFunc
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
+	listened    bool // some global or definition listener is subscribed
 	named       map[string]Listener
 	receivers   map[string]Receiver
 	settlers    []Settler
@@ -120,22 +121,35 @@ func (k *Kernel) Listener(name string) (Listener, bool) {
 // every process. Adding the same name again adds the types to its mask.
 func (k *Kernel) AddGlobalListener(name string, l Listener, types ...EventType) {
 	k.global = addListener(k.global, name, l, MaskOf(types...))
+	k.listenersChanged()
 }
 
 // RemoveGlobalListener unsubscribes the named listener from the types (none
 // means all); it goes away when no type is left.
 func (k *Kernel) RemoveGlobalListener(name string, types ...EventType) {
 	k.global = removeListener(k.global, name, types)
+	k.listenersChanged()
 }
 
 // AddDefinitionListener subscribes l to events of processes of the named definition.
 func (k *Kernel) AddDefinitionListener(definition, name string, l Listener, types ...EventType) {
 	k.perGraph[definition] = addListener(k.perGraph[definition], name, l, MaskOf(types...))
+	k.listenersChanged()
 }
 
 // RemoveDefinitionListener unsubscribes a definition-level listener.
 func (k *Kernel) RemoveDefinitionListener(definition, name string, types ...EventType) {
 	k.perGraph[definition] = removeListener(k.perGraph[definition], name, types)
+	k.listenersChanged()
+}
+
+// listenersChanged notes whether any global or definition listener is
+// left, so that events of a kernel without them skip looking for them.
+func (k *Kernel) listenersChanged() {
+	k.listened = len(k.global) > 0
+	for _, ls := range k.perGraph {
+		k.listened = k.listened || len(ls) > 0
+	}
 }
 
 func addListener(ls []listenerEntry, name string, l Listener, mask EventMask) []listenerEntry {
@@ -228,12 +242,15 @@ type abort struct{ err error }
 type Engine struct {
 	k     *Kernel
 	now   time.Time
+	at    int64 // now in Unix nanoseconds, as events hold it
 	depth int
 	j     journal // the undo journal of the running command
 
-	tokens int                     // node and arc tokens the running command created
-	stop   atomic.Pointer[error]   // set by Interrupt
-	script atomic.Pointer[running] // the script the command runs, if any
+	tokens     int                     // node and arc tokens the running command created
+	nextCheck  int                     // the count of tokens at which created checks the budgets next
+	maxProcess int                     // Limits.ProcessTokens (MaxInt: none)
+	stop       atomic.Pointer[error]   // set by Interrupt
+	script     atomic.Pointer[running] // the script the command runs, if any
 
 	backtracking bool // undoing tokens: completions are not dead ends
 
@@ -241,7 +258,9 @@ type Engine struct {
 }
 
 // Engine returns an engine for commands at time now.
-func (k *Kernel) Engine(now time.Time) *Engine { return &Engine{k: k, now: now.UTC()} }
+func (k *Kernel) Engine(now time.Time) *Engine {
+	return &Engine{k: k, now: now.UTC(), at: now.UnixNano()}
+}
 
 // Now is the command's time.
 func (e *Engine) Now() time.Time { return e.now }
@@ -259,18 +278,20 @@ func (e *Engine) Fail(err error) {
 // outermost call, which undoes everything the command changed.
 func (e *Engine) run(p *Process, fn func()) (err error) {
 	if e.depth > 0 {
+		e.enter(p)
 		e.depth++
 		defer func() { e.depth-- }()
 		fn()
 		return nil
 	}
 	e.depth = 1
-	e.tokens = 0
+	e.startBudget()
 	e.j.begin()
 	var root *Process
 	if p != nil {
 		root = p.Root()
 		root.journal = &e.j
+		e.enter(p)
 	}
 	defer func() {
 		e.depth = 0
@@ -365,7 +386,7 @@ func (e *Engine) startProcess(p *Process) {
 }
 
 func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
-	e.mutP(p)
+	e.saved(p)
 	p.State = Executing
 	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	was := p.inLoop
@@ -384,7 +405,7 @@ func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
 // parent node tokens, in order (last wins); its memberships from the
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
-	e.mutP(p)
+	e.saved(p)
 	e.created(p)
 	p.Seq++
 	t := p.allocNodeToken()
@@ -465,7 +486,7 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 }
 
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
-	e.mutP(p)
+	e.saved(p)
 	e.mutN(parent)
 	e.created(p)
 	p.Seq++
@@ -553,7 +574,7 @@ func (e *Engine) ExecuteNode(t *NodeToken) error {
 // cancelled.
 func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	p := t.Process
-	e.mutP(p)
+	e.saved(p)
 	e.mutN(t)
 	p.Seq++
 	t.Complete = true
@@ -567,7 +588,7 @@ func (e *Engine) markComplete(t *NodeToken, forward bool) {
 
 func (e *Engine) addActive(t *NodeToken) {
 	if !t.active {
-		e.mutP(t.Process)
+		e.saved(t.Process)
 		e.mutN(t)
 		t.active = true
 		t.Process.activeNodes++
@@ -576,7 +597,7 @@ func (e *Engine) addActive(t *NodeToken) {
 
 func (e *Engine) removeActive(t *NodeToken) {
 	if t.active {
-		e.mutP(t.Process)
+		e.saved(t.Process)
 		e.mutN(t)
 		t.active = false
 		t.Process.activeNodes--
@@ -585,7 +606,7 @@ func (e *Engine) removeActive(t *NodeToken) {
 
 // enqueue adds an arc token to its process's execution queue.
 func (e *Engine) enqueue(p *Process, a *ArcToken) {
-	e.mutP(p)
+	e.saved(p)
 	p.enqueue(a)
 }
 
@@ -681,7 +702,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		a := e.newArcToken(p, arc, t, Forward, t.Sets)
 		e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 		if async && p.inLoop {
-			e.mutP(p)
+			e.saved(p)
 			p.asyncQueue = append(p.asyncQueue, a)
 		} else {
 			e.enqueue(p, a)
@@ -704,7 +725,7 @@ func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
 }
 
 func (e *Engine) executeQueuedArcTokens(p *Process) {
-	e.mutP(p)
+	e.saved(p)
 	was := p.inLoop
 	p.inLoop = true
 	for {
@@ -718,7 +739,7 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 	p.inLoop = was
 	e.checkCompletion(p)
 	if len(p.asyncQueue) > 0 {
-		e.mutP(p)
+		e.saved(p)
 		for _, a := range p.asyncQueue {
 			p.enqueue(a)
 		}
@@ -853,7 +874,7 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
-	e.mutP(p)
+	e.saved(p)
 	e.mutA(a)
 	a.active = true
 	p.activeArcs++
@@ -887,7 +908,7 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
-	e.mutP(p)
+	e.saved(p)
 	e.mutA(a)
 	a.active = false
 	p.activeArcs--
@@ -946,7 +967,7 @@ func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
 
 func (e *Engine) checkCompletion(p *Process) {
 	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 && !e.keptOpen(p) {
-		e.mutP(p)
+		e.saved(p)
 		p.State = PendingCompletion
 		p.Dirty = true
 		if e.fire(p, ProcessPendingComplete, nil, nil, nil, 0)&DelayFinalizeComplete == 0 {
@@ -966,7 +987,7 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 }
 
 func (e *Engine) finalizeComplete(p *Process) {
-	e.mutP(p)
+	e.saved(p)
 	p.State = Completed
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
@@ -1104,7 +1125,7 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 			for name, vals := range memberEnv {
 				set.MemberEnv().setList(name, vals)
 			}
-			e.mutP(p)
+			e.saved(p)
 			p.TokenSets = append(p.TokenSets, set)
 			for member := 0; member < count; member++ {
 				for _, arc := range exits {
@@ -1113,7 +1134,7 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 					a.Sets = sets
 					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 					if async && p.inLoop {
-						e.mutP(p)
+						e.saved(p)
 						p.asyncQueue = append(p.asyncQueue, a)
 					} else {
 						e.enqueue(p, a)
@@ -1131,15 +1152,15 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 // fire records an event and tells the listeners (see notify). It returns
 // the OR of their actions.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
-	e.mutP(p)
-	if p.Events == nil {
-		p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
-	}
+	e.saved(p)
 	if len(p.Events) == 0 {
+		if p.Events == nil {
+			p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
+		}
 		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
 	p.EventSeq++
-	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, ExitArcs: int32(exits), at: e.now.UnixNano()}
+	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, ExitArcs: int32(exits), at: e.at}
 	if t != nil {
 		ev.node = int32(t.ID + 1)
 	}
@@ -1157,18 +1178,14 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	p.Events = append(p.Events, ev)
 	p.UpdatedAt = e.now
 	p.Dirty = true
-	var actions EventActions
-	var perGraph []listenerEntry
-	if len(e.k.perGraph) > 0 {
-		perGraph = e.k.perGraph[p.Graph.Name]
-	}
-	if len(perGraph) > 0 || len(p.Listeners) > 0 || len(e.k.global) > 0 {
+	if e.k.listened || len(p.Listeners) > 0 {
 		ev := p.Events[len(p.Events)-1] // a copy: listeners may fire more events
-		actions = e.notify(p, &ev, perGraph)
-	} else if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
+		return e.notify(p, &ev, e.k.perGraph[p.Graph.Name])
+	}
+	if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
 		e.retryTokenSetDeadEnd(t)
 	}
-	return actions
+	return 0
 }
 
 // notify tells the listeners of an event: those of the definition, those of

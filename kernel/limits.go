@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -93,20 +94,60 @@ func (k *Kernel) limits() *Limits {
 	return &k.effective
 }
 
+// budgetCheckEvery is how many tokens a command creates between two looks
+// at Interrupt: often enough that an interrupted command stops at once,
+// seldom enough that the look costs nothing.
+const budgetCheckEvery = 64
+
+// startBudget readies the budgets of a command that begins.
+func (e *Engine) startBudget() {
+	l := e.k.limits()
+	e.tokens = 0
+	e.maxProcess = math.MaxInt
+	if l.ProcessTokens > 0 {
+		e.maxProcess = l.ProcessTokens
+	}
+	e.nextCheck = e.nextBudgetCheck(l)
+}
+
+// nextBudgetCheck is the token count at which created looks at the
+// budgets next: the next multiple of budgetCheckEvery, or the first count
+// past the command's token budget if that comes sooner.
+func (e *Engine) nextBudgetCheck(l *Limits) int {
+	next := e.tokens + budgetCheckEvery
+	if l.CommandTokens > 0 && l.CommandTokens+1 < next {
+		next = l.CommandTokens + 1
+	}
+	return next
+}
+
 // created counts a token the command creates and stops the command when a
-// budget or the process's size is exceeded.
+// budget or the process's size is exceeded. The process's size is checked
+// on every token, the command's budgets every budgetCheckEvery tokens (and
+// exactly at the token budget).
 func (e *Engine) created(p *Process) {
+	e.tokens++
+	if e.tokens >= e.nextCheck || len(p.NodeTokens)+len(p.ArcTokens) >= e.maxProcess {
+		e.checkBudgets(p)
+	}
+}
+
+// checkBudgets fails the command if it was interrupted, created more tokens
+// than its budget, or p is at its size limit.
+func (e *Engine) checkBudgets(p *Process) {
 	if s := e.stop.Load(); s != nil {
 		e.Fail(*s)
 	}
 	l := e.k.limits()
-	e.tokens++
 	if l.CommandTokens > 0 && e.tokens > l.CommandTokens {
 		e.Fail(refuse(ErrBudgetExceeded, "the command created more than %d node and arc tokens (Limits.CommandTokens) without every token reaching a wait state; "+
 			"does the definition have a cycle of nodes that never wait?", l.CommandTokens))
 	}
 	if l.ProcessTokens > 0 && len(p.NodeTokens)+len(p.ArcTokens) >= l.ProcessTokens {
 		e.Fail(refuse(ErrLimitExceeded, "process %s would hold more than %d node and arc tokens (Limits.ProcessTokens)", p.ID, l.ProcessTokens))
+	}
+	if e.tokens >= e.nextCheck {
+		e.nextCheck = e.nextBudgetCheck(l)
 	}
 }
 
