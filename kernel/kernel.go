@@ -246,11 +246,11 @@ type Engine struct {
 	depth int
 	j     journal // the undo journal of the running command
 
-	tokens     int                     // node and arc tokens the running command created
-	nextCheck  int                     // the count of tokens at which created checks the budgets next
-	maxProcess int                     // Limits.ProcessTokens (MaxInt: none)
-	stop       atomic.Pointer[error]   // set by Interrupt
-	script     atomic.Pointer[running] // the script the command runs, if any
+	tokens    int                     // node and arc tokens the running command created
+	nextCheck int                     // the count of tokens at which created looks at the budgets next
+	budgetOf  *Process                // the process whose size nextCheck allows for
+	stop      atomic.Pointer[error]   // set by Interrupt
+	script    atomic.Pointer[running] // the script the command runs, if any
 
 	backtracking bool // undoing tokens: completions are not dead ends
 

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"math"
 	"sync"
 	"time"
 )
@@ -101,39 +100,24 @@ const budgetCheckEvery = 64
 
 // startBudget readies the budgets of a command that begins.
 func (e *Engine) startBudget() {
-	l := e.k.limits()
-	e.tokens = 0
-	e.maxProcess = math.MaxInt
-	if l.ProcessTokens > 0 {
-		e.maxProcess = l.ProcessTokens
-	}
-	e.nextCheck = e.nextBudgetCheck(l)
+	e.tokens, e.nextCheck, e.budgetOf = 0, 0, nil
 }
 
-// nextBudgetCheck is the token count at which created looks at the
-// budgets next: the next multiple of budgetCheckEvery, or the first count
-// past the command's token budget if that comes sooner.
-func (e *Engine) nextBudgetCheck(l *Limits) int {
-	next := e.tokens + budgetCheckEvery
-	if l.CommandTokens > 0 && l.CommandTokens+1 < next {
-		next = l.CommandTokens + 1
-	}
-	return next
-}
-
-// created counts a token the command creates and stops the command when a
-// budget or the process's size is exceeded. The process's size is checked
-// on every token, the command's budgets every budgetCheckEvery tokens (and
-// exactly at the token budget).
+// created counts a token the command is about to create in p. It looks at
+// the budgets (checkBudgets) when the count reaches nextCheck, which is
+// never later than the first count at which one could be exceeded, and
+// when the token is created in another process than the last one.
 func (e *Engine) created(p *Process) {
 	e.tokens++
-	if e.tokens >= e.nextCheck || len(p.NodeTokens)+len(p.ArcTokens) >= e.maxProcess {
+	if e.tokens >= e.nextCheck || p != e.budgetOf {
 		e.checkBudgets(p)
 	}
 }
 
 // checkBudgets fails the command if it was interrupted, created more tokens
-// than its budget, or p is at its size limit.
+// than its budget, or p is at its size limit; otherwise it sets the count
+// of tokens at which created looks again: after budgetCheckEvery more, or
+// sooner if the command's budget or p's size limit would be reached before.
 func (e *Engine) checkBudgets(p *Process) {
 	if s := e.stop.Load(); s != nil {
 		e.Fail(*s)
@@ -143,12 +127,18 @@ func (e *Engine) checkBudgets(p *Process) {
 		e.Fail(refuse(ErrBudgetExceeded, "the command created more than %d node and arc tokens (Limits.CommandTokens) without every token reaching a wait state; "+
 			"does the definition have a cycle of nodes that never wait?", l.CommandTokens))
 	}
-	if l.ProcessTokens > 0 && len(p.NodeTokens)+len(p.ArcTokens) >= l.ProcessTokens {
+	size := len(p.NodeTokens) + len(p.ArcTokens)
+	if l.ProcessTokens > 0 && size >= l.ProcessTokens {
 		e.Fail(refuse(ErrLimitExceeded, "process %s would hold more than %d node and arc tokens (Limits.ProcessTokens)", p.ID, l.ProcessTokens))
 	}
-	if e.tokens >= e.nextCheck {
-		e.nextCheck = e.nextBudgetCheck(l)
+	next := e.tokens + budgetCheckEvery
+	if l.CommandTokens > 0 {
+		next = min(next, l.CommandTokens+1)
 	}
+	if l.ProcessTokens > 0 {
+		next = min(next, e.tokens+l.ProcessTokens-size) // p's size reaches the limit there
+	}
+	e.nextCheck, e.budgetOf = next, p
 }
 
 // checkTokenSet refuses a token set larger than the limit.
