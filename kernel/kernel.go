@@ -36,8 +36,7 @@ type Kernel struct {
 	settlers    []Settler
 	runners     map[string]ProcessRunner
 	prepMu      sync.Mutex
-	limitsOnce  sync.Once
-	effective   Limits
+	effective   atomic.Pointer[Limits] // Limits with defaults, fixed at first use
 
 	// Definitions returns the latest version of a definition; nested nodes
 	// use it. Nil means nested processes cannot start.
@@ -244,7 +243,8 @@ type Engine struct {
 	now   time.Time
 	at    int64 // now in Unix nanoseconds, as events hold it
 	depth int
-	j     journal // the undo journal of the running command
+	j     journal  // the undo journal of the running command
+	root  *Process // the root of the tree it runs on (nil: a new tree)
 
 	tokens    int                     // node and arc tokens the running command created
 	nextCheck int                     // the count of tokens at which created looks at the budgets next
@@ -287,42 +287,45 @@ func (e *Engine) run(p *Process, fn func()) (err error) {
 	e.depth = 1
 	e.startBudget()
 	e.j.begin()
-	var root *Process
 	if p != nil {
-		root = p.Root()
-		root.journal = &e.j
+		e.root = p.Root()
+		e.root.journal = &e.j
 		e.enter(p)
 	}
-	defer func() {
-		e.depth = 0
-		r := recover()
-		if r == nil {
-			if s := e.stop.Load(); s != nil {
-				// Interrupted after its last step: the command still fails.
-				e.j.rollback()
-				r = abort{*s}
-			}
-		}
-		if r != nil {
-			e.j.rollback()
-		}
-		if root != nil {
-			root.journal = nil
-		}
-		e.j.end()
-		if r != nil {
-			a, ok := r.(abort)
-			if !ok {
-				panic(r)
-			}
-			err = a.err
-		}
-	}()
+	defer e.finish(&err)
 	if s := e.stop.Load(); s != nil {
 		e.Fail(*s)
 	}
 	fn()
 	return nil
+}
+
+// finish ends the running command (deferred by run): a command that failed,
+// or was interrupted, even after its last step, gives back everything it
+// changed and returns its error.
+func (e *Engine) finish(err *error) {
+	r := recover()
+	e.depth = 0
+	if r == nil {
+		if s := e.stop.Load(); s != nil {
+			r = abort{*s}
+		}
+	}
+	if r != nil {
+		e.j.rollback()
+	}
+	if e.root != nil {
+		e.root.journal = nil
+		e.root = nil
+	}
+	e.j.end()
+	if r != nil {
+		a, ok := r.(abort)
+		if !ok {
+			panic(r)
+		}
+		*err = a.err
+	}
 }
 
 // Start creates a process of g with a copy of env and starts it. It fails

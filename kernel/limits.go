@@ -87,10 +87,14 @@ func (e *Engine) Interrupt(err error) {
 	}
 }
 
-// limits returns the kernel's effective limits.
+// limits returns the kernel's effective limits, fixed at their first use.
 func (k *Kernel) limits() *Limits {
-	k.limitsOnce.Do(func() { k.effective = k.Limits.Effective() })
-	return &k.effective
+	if l := k.effective.Load(); l != nil {
+		return l
+	}
+	l := k.Limits.Effective()
+	k.effective.CompareAndSwap(nil, &l)
+	return k.effective.Load()
 }
 
 // budgetCheckEvery is how many tokens a command creates between two looks
