@@ -128,17 +128,6 @@ func (j *journal) begin() {
 // end forgets the journal: the command is over.
 func (j *journal) end() { j.epoch = 0 }
 
-// extend returns list one element longer, for the caller to assign every
-// field of the new last element: reusing a journal's array without zeroing
-// it first keeps saving cheap.
-func extend[T any](list []T) []T {
-	if len(list) < cap(list) {
-		return list[:len(list)+1]
-	}
-	var zero T
-	return append(list, zero)
-}
-
 func (j *journal) saveProc(p *Process) {
 	p.epoch = j.epoch
 	j.procs = extend(j.procs)

@@ -411,17 +411,9 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 	e.saved(p)
 	e.created(p)
 	p.Seq++
-	t := p.allocNodeToken()
-	*t = NodeToken{
-		ID:        len(p.NodeTokens),
-		Seq:       p.Seq,
-		Process:   p,
-		Node:      n,
-		Parents:   parents,
-		ExecType:  x,
-		CreatedAt: e.now,
-		epoch:     e.j.epoch,
-	}
+	t := p.allocNodeToken() // zero: only the fields a new token has are set
+	t.ID, t.Seq, t.Process, t.Node, t.Parents = len(p.NodeTokens), p.Seq, p, n, parents
+	t.ExecType, t.CreatedAt, t.epoch = x, e.now, e.j.epoch
 	t.Env = inheritEnv(parents).adopt(p, e.j.epoch)
 	for _, a := range parents {
 		t.Sets = appendMemberships(t.Sets, a, terminating)
@@ -493,18 +485,9 @@ func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x Ex
 	e.mutN(parent)
 	e.created(p)
 	p.Seq++
-	a := p.allocArcToken()
-	*a = ArcToken{
-		ID:        len(p.ArcTokens),
-		Seq:       p.Seq,
-		Process:   p,
-		Arc:       arc,
-		Parent:    parent,
-		Pending:   true,
-		ExecType:  x,
-		CreatedAt: e.now,
-		epoch:     e.j.epoch,
-	}
+	a := p.allocArcToken() // zero: only the fields a new token has are set
+	a.ID, a.Seq, a.Process, a.Arc, a.Parent = len(p.ArcTokens), p.Seq, p, arc, parent
+	a.Pending, a.ExecType, a.CreatedAt, a.epoch = true, x, e.now, e.j.epoch
 	if len(sets) > 0 {
 		a.Sets = append([]Membership(nil), sets...)
 	}
@@ -1163,7 +1146,10 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
 	p.EventSeq++
-	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, ExitArcs: int32(exits), at: e.at}
+	p.Events = extend(p.Events)
+	ev := &p.Events[len(p.Events)-1]
+	ev.Seq, ev.Process, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, p, typ, int32(exits), e.at
+	ev.node, ev.arc, ev.names = 0, 0, 0
 	if t != nil {
 		ev.node = int32(t.ID + 1)
 	}
@@ -1178,7 +1164,6 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		p.eventNames = append(p.eventNames, names)
 		ev.names = int32(len(p.eventNames))
 	}
-	p.Events = append(p.Events, ev)
 	p.UpdatedAt = e.now
 	p.Dirty = true
 	if e.k.listened || len(p.Listeners) > 0 {
