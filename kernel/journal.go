@@ -245,6 +245,14 @@ func (e *Engine) saved(p *Process) {
 	}
 }
 
+// savedN asserts that node token t is saved (or new), as saved does for
+// processes.
+func (e *Engine) savedN(t *NodeToken) {
+	if checkJournal && e.j.epoch != 0 && t.epoch != e.j.epoch {
+		panic(fmt.Sprintf("kernel: node token %s changed by a command that did not save it first", t.Label()))
+	}
+}
+
 func (e *Engine) mutN(t *NodeToken) {
 	if t.epoch != e.j.epoch {
 		e.j.saveNode(t)

@@ -572,10 +572,23 @@ func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	}
 }
 
+// endToken takes an active node token off the active list and marks it
+// complete (markComplete).
+func (e *Engine) endToken(t *NodeToken, forward bool) {
+	e.mutN(t)
+	if t.active {
+		e.saved(t.Process)
+		t.active = false
+		t.Process.activeNodes--
+	}
+	e.markComplete(t, forward)
+}
+
+// addActive makes t active; the caller saved t (executeNode).
 func (e *Engine) addActive(t *NodeToken) {
+	e.savedN(t)
 	if !t.active {
 		e.saved(t.Process)
-		e.mutN(t)
 		t.active = true
 		t.Process.activeNodes++
 	}
@@ -670,10 +683,9 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 			exits++
 		}
 	}
-	e.removeActive(t)
-	e.markComplete(t, exits > 0)
+	e.endToken(t, exits > 0)
 	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
-	e.mutN(t)
+	e.savedN(t) // by endToken
 	switch {
 	case t.Children != nil:
 	case exits == 1:
@@ -1095,8 +1107,7 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 		p := t.Process
 		names := []string{arcName}
 		exits := t.Node.OutArcsNamed(arcName)
-		e.removeActive(t)
-		e.markComplete(t, len(exits) > 0)
+		e.endToken(t, len(exits) > 0)
 		e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
 		if len(exits) > 0 {
 			level := 0
