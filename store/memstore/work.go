@@ -18,6 +18,47 @@ type workRows struct {
 	notes     map[string][]store.AuditNote // by process, in Seq order
 	attach    map[string]map[string]store.Attachment
 	subs      map[string]*store.Subscription
+
+	// leasable indexes the jobs open or leased (id -> type), so that
+	// activating jobs and expiring leases look at the jobs in flight
+	// instead of every job ever made.
+	leasable map[string]string
+	// byProcess indexes the ids of each process's tasks, jobs and
+	// incidents, so that ending a token's work looks at its process's rows.
+	byProcess map[string]*processRows
+}
+
+type processRows struct{ tasks, jobs, incidents []string }
+
+func (w *workRows) process(id string) *processRows {
+	r := w.byProcess[id]
+	if r == nil {
+		r = &processRows{}
+		w.byProcess[id] = r
+	}
+	return r
+}
+
+func addID(l *[]string, id string) {
+	if !slices.Contains(*l, id) {
+		*l = append(*l, id)
+	}
+}
+
+// indexJob brings the indexes up to date with the job row id (written,
+// restored or gone).
+func (w *workRows) indexJob(id string) {
+	j := w.jobs[id]
+	if j == nil {
+		delete(w.leasable, id)
+		return
+	}
+	addID(&w.process(j.Process).jobs, id)
+	if j.State == store.JobOpen || j.State == store.JobLeased {
+		w.leasable[id] = j.Type
+	} else {
+		delete(w.leasable, id)
+	}
 }
 
 // rows returns the work rows, made on first use; the caller holds mu.
@@ -30,6 +71,8 @@ func (s *Store) rows() *workRows {
 		w.notes = map[string][]store.AuditNote{}
 		w.attach = map[string]map[string]store.Attachment{}
 		w.subs = map[string]*store.Subscription{}
+		w.leasable = map[string]string{}
+		w.byProcess = map[string]*processRows{}
 	}
 	return w
 }
@@ -160,8 +203,8 @@ func (s *Store) ActivateJobs(_ context.Context, a store.Activation) ([]*store.Jo
 	}
 	w := s.rows()
 	var cand []*store.Job
-	for _, j := range w.jobs {
-		if available(j, a.Type, a.Now) {
+	for id, typ := range w.leasable {
+		if j := w.jobs[id]; typ == a.Type && j != nil && available(j, a.Type, a.Now) {
 			cand = append(cand, j)
 		}
 	}
@@ -194,8 +237,9 @@ func (s *Store) ExpireLeases(_ context.Context, now time.Time) ([]string, error)
 	}
 	seen := map[string]bool{}
 	var types []string
-	for _, j := range s.rows().jobs {
-		if j.State == store.JobLeased && !j.LockedUntil.After(now) {
+	w := s.rows()
+	for id := range w.leasable {
+		if j := w.jobs[id]; j != nil && j.State == store.JobLeased && !j.LockedUntil.After(now) {
 			j.State = store.JobOpen
 			j.Rev++
 			if !seen[j.Type] {
@@ -386,9 +430,11 @@ func (t *tx) PutTask(_ context.Context, task *store.Task) error {
 	defer s.mu.Unlock()
 	c := copyTask(task)
 	c.Rev = task.Rev + 1
-	if err := putRow(t, s.rows().tasks, task.ID, task.Rev, func(x *store.Task) int64 { return x.Rev }, c, "task"); err != nil {
+	w := s.rows()
+	if err := putRow(t, w.tasks, task.ID, task.Rev, func(x *store.Task) int64 { return x.Rev }, c, "task"); err != nil {
 		return err
 	}
+	addID(&w.process(c.Process).tasks, c.ID)
 	task.Rev = c.Rev
 	return nil
 }
@@ -399,9 +445,13 @@ func (t *tx) PutJob(_ context.Context, j *store.Job) error {
 	defer s.mu.Unlock()
 	c := copyJob(j)
 	c.Rev = j.Rev + 1
-	if err := putRow(t, s.rows().jobs, j.ID, j.Rev, func(x *store.Job) int64 { return x.Rev }, c, "job"); err != nil {
+	w := s.rows()
+	id := j.ID
+	t.undo = append(t.undo, func() { w.indexJob(id) }) // runs after putRow's own undo
+	if err := putRow(t, w.jobs, j.ID, j.Rev, func(x *store.Job) int64 { return x.Rev }, c, "job"); err != nil {
 		return err
 	}
+	w.indexJob(id)
 	j.Rev = c.Rev
 	return nil
 }
@@ -412,9 +462,11 @@ func (t *tx) PutIncident(_ context.Context, i *store.Incident) error {
 	defer s.mu.Unlock()
 	c := copyIncident(i)
 	c.Rev = i.Rev + 1
-	if err := putRow(t, s.rows().incidents, i.ID, i.Rev, func(x *store.Incident) int64 { return x.Rev }, c, "incident"); err != nil {
+	w := s.rows()
+	if err := putRow(t, w.incidents, i.ID, i.Rev, func(x *store.Incident) int64 { return x.Rev }, c, "incident"); err != nil {
 		return err
 	}
+	addID(&w.process(c.Process).incidents, c.ID)
 	i.Rev = c.Rev
 	return nil
 }
@@ -428,24 +480,29 @@ func (t *tx) EndWork(_ context.Context, process string, token int, completed boo
 	if completed {
 		taskState, jobState = store.TaskCompleted, store.JobCompleted
 	}
-	for id, x := range w.tasks {
-		if x.Process == process && x.Token == token && (x.State == store.TaskOpen || x.State == store.TaskClaimed) {
+	rows := w.byProcess[process]
+	if rows == nil {
+		return nil
+	}
+	for _, id := range rows.tasks {
+		if x := w.tasks[id]; x != nil && x.Process == process && x.Token == token && (x.State == store.TaskOpen || x.State == store.TaskClaimed) {
 			c := copyTask(x)
 			c.State, c.CompletedAt, c.Rev = taskState, at, x.Rev+1
 			w.tasks[id] = c
 			t.undo = append(t.undo, func() { w.tasks[id] = x })
 		}
 	}
-	for id, x := range w.jobs {
-		if x.Process == process && x.Token == token && (x.State == store.JobOpen || x.State == store.JobLeased || x.State == store.JobFailed) {
+	for _, id := range rows.jobs {
+		if x := w.jobs[id]; x != nil && x.Process == process && x.Token == token && (x.State == store.JobOpen || x.State == store.JobLeased || x.State == store.JobFailed) {
 			c := copyJob(x)
 			c.State, c.Rev = jobState, x.Rev+1
 			w.jobs[id] = c
-			t.undo = append(t.undo, func() { w.jobs[id] = x })
+			w.indexJob(id)
+			t.undo = append(t.undo, func() { w.jobs[id] = x; w.indexJob(id) })
 		}
 	}
-	for id, x := range w.incidents {
-		if x.Process == process && x.Token == token && x.State == store.IncidentOpen {
+	for _, id := range rows.incidents {
+		if x := w.incidents[id]; x != nil && x.Process == process && x.Token == token && x.State == store.IncidentOpen {
 			c := copyIncident(x)
 			c.State, c.ResolvedAt, c.Rev = store.IncidentResolved, at, x.Rev+1
 			w.incidents[id] = c
