@@ -96,6 +96,9 @@ type Engine struct {
 	cache *treeCache
 	bg    sync.WaitGroup // deliveries after commits (messages.go)
 	roots rootMap        // nested process id -> root id
+	// starting are the new trees whose first command is committing in
+	// this engine, until their tree is cached (see rootOf).
+	starting startingTrees
 
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
@@ -615,6 +618,12 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
 		early = e.run(&tree{}, fn, e.store, ctx)
+		if early.err == nil && early.tree.root != nil {
+			// Once committed, its work is visible to others (an activation
+			// may lease its job in the same commit) before committed below
+			// caches the tree: they wait for it instead of reading it.
+			defer e.starting.add(early.tree.root.ID)()
+		}
 	}
 	var done *plan
 	var prev *outcome
@@ -1008,6 +1017,15 @@ func (e *Engine) rootOf(ctx context.Context, id string) (string, error) {
 	if e.cache.has(id) {
 		return id, nil
 	}
+	if ch := e.starting.get(id); ch != nil {
+		// A new tree this engine is committing: wait until it is cached.
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return id, nil
+	}
 	if r, ok := e.roots.get(id); ok {
 		return r, nil
 	}
@@ -1019,6 +1037,38 @@ func (e *Engine) rootOf(ctx context.Context, id string) (string, error) {
 		e.roots.put(id, row.Root)
 	}
 	return row.Root, nil
+}
+
+// startingTrees are the roots of new trees whose first command is
+// committing in this engine: each has a channel closed once the command
+// has finished (committed and cached, or failed).
+type startingTrees struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// add registers a starting tree and returns the function that ends it.
+func (s *startingTrees) add(root string) (done func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = map[string]chan struct{}{}
+	}
+	s.m[root] = ch
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.m, root)
+		s.mu.Unlock()
+		close(ch)
+	}
+}
+
+// get returns the channel of a starting tree, nil if there is none.
+func (s *startingTrees) get(root string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[root]
 }
 
 // rootMap remembers the roots of nested processes, forgetting everything

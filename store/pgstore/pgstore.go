@@ -47,6 +47,9 @@ type Options struct {
 	// share one transaction and commit (each in its own savepoint, so that
 	// each still succeeds or fails alone). 0 or 1: every Update commits alone.
 	GroupCommit int
+	// ApplicationName, if set, names the store's connections on the
+	// server (pg_stat_activity.application_name).
+	ApplicationName string
 	// Committers is the number of connections committing groups at once
 	// (default 2: one group in flight while the next gathers); only with GroupCommit.
 	Committers int
@@ -86,6 +89,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	if opts.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
