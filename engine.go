@@ -12,6 +12,7 @@ import (
 
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,7 +110,16 @@ type Engine struct {
 
 	jobMu   sync.Mutex
 	jobWait map[string][]*jobWaiter // activations waiting, by job type, in line
-	rows    rowCache                // work rows last read or written (work.go)
+	jobPoll time.Duration           // how often a waiting activation looks again
+	// listenOnce starts listening for other engines' job notices (with
+	// a store that has them, store.JobNotices) when an activation first
+	// waits; listening is set while the notices are heard.
+	listenOnce sync.Once
+	listening  atomic.Bool
+	// life ends when the engine closes (endLife).
+	life    context.Context
+	endLife context.CancelFunc
+	rows    rowCache // work rows last read or written (work.go)
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
@@ -178,7 +188,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 
 		nets:      nets,
 		analysing: make(chan struct{}, 1),
+		jobPoll:   jobPoll,
 	}
+	e.life, e.endLife = context.WithCancel(context.Background())
 	if e.clock == nil {
 		e.clock = time.Now
 		e.timeOrderedIDs = timeOrdered(k.NewID)
@@ -237,6 +249,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 // Close stops background work and closes the store.
 func (e *Engine) Close() error {
 	e.Stop()
+	e.endLife()
 	e.bg.Wait()
 	e.pool.close()
 	var err error
@@ -755,7 +768,7 @@ func (e *Engine) committed(p *plan) {
 		}
 		e.publish(p.events)
 		e.rows.remember(p.cmd)
-		e.wakeJobs(p.cmd.wake)
+		e.offerJobs(p.cmd.wake)
 		e.afterCommit(p)
 	}
 }

@@ -67,6 +67,8 @@ type Store struct {
 	stopped sync.WaitGroup
 	done    chan struct{} // closed once the committers have stopped
 	closed  sync.Once
+
+	notices *notices // job notices to other engines (notices.go)
 }
 
 type request struct {
@@ -97,7 +99,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, store.Unavailable("pgstore: connect", err)
 	}
-	s := &Store{pool: pool, group: opts.GroupCommit}
+	s := &Store{pool: pool, group: opts.GroupCommit, notices: newNotices(opts.Schema)}
 	if opts.Schema != "" {
 		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{opts.Schema}.Sanitize()); err != nil {
 			pool.Close()
@@ -129,6 +131,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.closed.Do(func() {
+		s.stopNotices()
 		if s.quit != nil {
 			close(s.quit)
 			s.stopped.Wait()
