@@ -18,6 +18,98 @@ type workRows struct {
 	notes     map[string][]store.AuditNote // by process, in Seq order
 	attach    map[string]map[string]store.Attachment
 	subs      map[string]*store.Subscription
+
+	// avail holds, by job type, when each job may be leased (see
+	// noteJob); leases when each leased job's lease runs out.
+	avail  map[string]*jobQueue
+	leases jobQueue
+}
+
+// jobAt is an entry of a jobQueue: job id may be leased (avail) or its
+// lease runs out (leases) at at.
+type jobAt struct {
+	at int64 // Unix nanoseconds
+	id string
+}
+
+// jobQueue is a min-heap of entries, soonest first, then by job id. An
+// entry is a hint, not the truth: it is checked against the job when it
+// comes up, and dropped if the job has changed since (a job's entries are
+// never removed when it changes; it gets new ones).
+type jobQueue []jobAt
+
+func (q jobQueue) less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].id < q[j].id
+}
+
+func (q *jobQueue) push(e jobAt) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !h.less(i, up) {
+			break
+		}
+		h[i], h[up] = h[up], h[i]
+		i = up
+	}
+}
+
+func (q *jobQueue) pop() jobAt {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+// availableAt is when an open or leased job may be leased: an open one's
+// due time, a leased one's end of lease (the SQL stores' order too).
+func availableAt(j *store.Job) time.Time {
+	if j.State == store.JobOpen {
+		return j.DueAt
+	}
+	return j.LockedUntil
+}
+
+// noteJob adds the entries of a job as it now is (or is again, when an
+// Update is undone) to the queues: when it may be leased, if it is open
+// or leased, and when its lease runs out, if it is leased.
+func (w *workRows) noteJob(j *store.Job) {
+	if j.State != store.JobOpen && j.State != store.JobLeased {
+		return
+	}
+	if w.avail == nil {
+		w.avail = map[string]*jobQueue{}
+	}
+	q := w.avail[j.Type]
+	if q == nil {
+		q = &jobQueue{}
+		w.avail[j.Type] = q
+	}
+	q.push(jobAt{availableAt(j).UnixNano(), j.ID})
+	if j.State == store.JobLeased {
+		w.leases.push(jobAt{j.LockedUntil.UnixNano(), j.ID})
+	}
 }
 
 // rows returns the work rows, made on first use; the caller holds mu.
@@ -159,25 +251,19 @@ func (s *Store) ActivateJobs(_ context.Context, a store.Activation) ([]*store.Jo
 		return nil, errClosed
 	}
 	w := s.rows()
-	var cand []*store.Job
-	for _, j := range w.jobs {
-		if available(j, a.Type, a.Now) {
-			cand = append(cand, j)
+	q := w.avail[a.Type]
+	out := make([]*store.Job, 0, min(max(a.Max, 0), 16))
+	now := a.Now.UnixNano()
+	for q != nil && len(*q) > 0 && len(out) < a.Max && (*q)[0].at <= now {
+		e := q.pop()
+		j, ok := w.jobs[e.id]
+		if !ok || j.Type != a.Type || (j.State != store.JobOpen && j.State != store.JobLeased) ||
+			availableAt(j).UnixNano() != e.at || !available(j, a.Type, a.Now) {
+			continue // the job changed since the entry was made
 		}
-	}
-	sort.Slice(cand, func(i, j int) bool {
-		if !cand[i].DueAt.Equal(cand[j].DueAt) {
-			return cand[i].DueAt.Before(cand[j].DueAt)
-		}
-		return cand[i].ID < cand[j].ID
-	})
-	if len(cand) > a.Max {
-		cand = cand[:max(a.Max, 0)]
-	}
-	out := make([]*store.Job, 0, len(cand))
-	for _, j := range cand {
 		j.State, j.Worker, j.LockedUntil = store.JobLeased, a.Worker, a.Now.Add(a.LockFor)
 		j.Rev++
+		w.noteJob(j)
 		out = append(out, copyJob(j))
 	}
 	return out, nil
@@ -194,14 +280,19 @@ func (s *Store) ExpireLeases(_ context.Context, now time.Time) ([]string, error)
 	}
 	seen := map[string]bool{}
 	var types []string
-	for _, j := range s.rows().jobs {
-		if j.State == store.JobLeased && !j.LockedUntil.After(now) {
-			j.State = store.JobOpen
-			j.Rev++
-			if !seen[j.Type] {
-				seen[j.Type] = true
-				types = append(types, j.Type)
-			}
+	w := s.rows()
+	for len(w.leases) > 0 && w.leases[0].at <= now.UnixNano() {
+		e := w.leases.pop()
+		j, ok := w.jobs[e.id]
+		if !ok || j.State != store.JobLeased || j.LockedUntil.UnixNano() != e.at {
+			continue // the job changed since the entry was made
+		}
+		j.State = store.JobOpen
+		j.Rev++
+		w.noteJob(j)
+		if !seen[j.Type] {
+			seen[j.Type] = true
+			types = append(types, j.Type)
 		}
 	}
 	sort.Strings(types)
@@ -399,8 +490,14 @@ func (t *tx) PutJob(_ context.Context, j *store.Job) error {
 	defer s.mu.Unlock()
 	c := copyJob(j)
 	c.Rev = j.Rev + 1
-	if err := putRow(t, s.rows().jobs, j.ID, j.Rev, func(x *store.Job) int64 { return x.Rev }, c, "job"); err != nil {
+	w := s.rows()
+	old := w.jobs[j.ID]
+	if err := putRow(t, w.jobs, j.ID, j.Rev, func(x *store.Job) int64 { return x.Rev }, c, "job"); err != nil {
 		return err
+	}
+	w.noteJob(c)
+	if old != nil {
+		t.undo = append(t.undo, func() { w.noteJob(old) })
 	}
 	j.Rev = c.Rev
 	return nil
@@ -441,7 +538,7 @@ func (t *tx) EndWork(_ context.Context, process string, token int, completed boo
 			c := copyJob(x)
 			c.State, c.Rev = jobState, x.Rev+1
 			w.jobs[id] = c
-			t.undo = append(t.undo, func() { w.jobs[id] = x })
+			t.undo = append(t.undo, func() { w.jobs[id] = x; w.noteJob(x) })
 		}
 	}
 	for id, x := range w.incidents {
