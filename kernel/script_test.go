@@ -32,7 +32,10 @@ func rssMiB() int {
 // fail their command cleanly, within the memory limit and at the time
 // limit (not at twice it), and change nothing.
 func TestHostileScripts(t *testing.T) {
-	const timeout = 400 * time.Millisecond
+	// One second, so that a loaded machine's scheduling delays (a few
+	// hundred milliseconds under a load average of 18 on two cores) stay
+	// within the half of it allowed past the limit.
+	const timeout = time.Second
 	cases := []struct{ name, src, want string }{
 		{"string doubling", `var s = "x"; for (;;) s += s;`, "memory"},
 		{"array bomb", `var a = []; for (;;) a.push([1, 2, 3, 4, 5, 6, 7, 8]);`, "memory"},
@@ -40,9 +43,9 @@ func TestHostileScripts(t *testing.T) {
 		{"huge array", `Array.from({length: 1e9}, function (x, i) { return i; })`, "memory"},
 		{"huge repeat", `"x".repeat(1 << 29)`, "memory"},
 		{"typed array", `new Float64Array(1 << 28)`, "memory|invalid array buffer length"},
-		{"infinite loop", `for (;;) {}`, "longer than 400ms"},
-		{"catastrophic regexp", `/(a+)+$/.test("a".repeat(40) + "b")`, "longer than 400ms"},
-		{"sort with comparator", `var a = []; for (var i = 0; i < 3e5; i++) a.push(i); for (;;) a.sort(function (x, y) { return y - x; });`, "longer than 400ms"},
+		{"infinite loop", `for (;;) {}`, "longer than 1s"},
+		{"catastrophic regexp", `/(a+)+$/.test("a".repeat(40) + "b")`, "longer than 1s"},
+		{"sort with comparator", `var a = []; for (var i = 0; i < 3e5; i++) a.push(i); for (;;) a.sort(function (x, y) { return y - x; });`, "longer than 1s"},
 		{"deep recursion", `function f(n) { return f(n + 1) + 1; } f(0);`, "stack"},
 	}
 	base := rssMiB()
@@ -69,7 +72,7 @@ func TestHostileScripts(t *testing.T) {
 			if !matched || !errors.Is(err, ErrExecutionFailed) {
 				t.Fatalf("err = %v, want an execution failure mentioning %q", err, c.want)
 			}
-			if c.want == "longer than 400ms" && (took < timeout || took > timeout+timeout/2) {
+			if c.want == "longer than 1s" && (took < timeout || took > timeout+timeout/2) {
 				t.Fatalf("the time limit of %s fired after %s", timeout, took)
 			}
 			if took > 10*time.Second {

@@ -121,7 +121,7 @@ func spend(e *kernel.Engine) {
 	n, _ := e.Value(budgetKey{}).(int)
 	n++
 	if n > maxActionsPerCommand {
-		e.Fail(&kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("a step ran more than %d schema actions: instances keep sending each other events without waiting", maxActionsPerCommand)})
+		e.Fail(&kernel.Error{Code: kernel.ErrBudgetExceeded.Code, Msg: fmt.Sprintf("a step ran more than %d schema actions: instances keep sending each other events without waiting", maxActionsPerCommand)})
 	}
 	e.SetValue(budgetKey{}, n)
 }

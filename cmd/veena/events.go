@@ -61,6 +61,7 @@ func newEventsCmd() *cobra.Command {
 		out      outputFlag
 		name     string
 		payload  string
+		trans    []string
 	)
 	send := &cobra.Command{
 		Use:   "send --match KEY=VALUE [--match KEY=VALUE]… [--node NODE] [--env NAME=VALUE]…",
@@ -72,7 +73,9 @@ veena processes start DEFINITION --context KEY=VALUE).
 --env attributes are merged into the process environment, then the process's
 active node token on --node (or, without --node, its only active node token) is
 completed and the process runs until every token waits. No matching process or
-token is an error (not_found), as is more than one (conflict).`,
+token is an error (not_found), as is more than one (conflict).
+
+` + transientHelp + ` (On the process.)`,
 		Example: `  veena processes start order --context order=o-1042
   veena events send --match order=o-1042 --node await-payment --env paid=true --env amount=120
   veena events send --name chat.message --match channel=web --match userId=u42 --payload '{"text": "/order"}'`,
@@ -89,6 +92,9 @@ token is an error (not_found), as is more than one (conflict).`,
 				// A named event for schema instances, routed by its context.
 				if node != "" || len(envPairs) > 0 {
 					return fmt.Errorf("veena: a named event carries --match (its context) and --payload; --node and --env are for unnamed events")
+				}
+				if len(trans) > 0 {
+					return fmt.Errorf("veena: --transient is for unnamed events (a named event carries --match and --payload)")
 				}
 				body := map[string]any{"name": name, "context": m}
 				if payload != "" {
@@ -123,6 +129,9 @@ token is an error (not_found), as is more than one (conflict).`,
 			} else if e != nil {
 				body["env"] = e
 			}
+			if err := addTransient(body, trans); err != nil {
+				return err
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
@@ -137,6 +146,7 @@ token is an error (not_found), as is more than one (conflict).`,
 	send.Flags().StringArrayVar(&match, "match", nil, "context pair KEY=VALUE the process must hold, repeatable (at least one)")
 	send.Flags().StringVar(&node, "node", "", "the node whose active token the event completes (default: the process's only active token)")
 	send.Flags().StringArrayVar(&envPairs, "env", nil, "process attribute NAME=VALUE, repeatable")
+	send.Flags().StringArrayVar(&trans, "transient", nil, "transient process attribute NAME=VALUE for this command only, repeatable (never stored; unnamed events)")
 	send.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
 	send.Flags().StringVar(&name, "name", "", "the event's name: an event for schema instances, routed by --match (its context)")
 	send.Flags().StringVar(&payload, "payload", "", "a named event's payload, as JSON")

@@ -49,13 +49,42 @@ func resolveProcess(ctx context.Context, c *client, arg string) (string, error) 
 // resolveToken turns a node token id, whose process part may be shortened,
 // into the full id.
 func resolveToken(ctx context.Context, c *client, arg string) (string, error) {
-	i := strings.LastIndex(arg, ".n")
-	if i <= 0 || i+2 == len(arg) {
-		return "", fmt.Errorf("veena: %q is not a node token id: want PROCESS.nN (the process id, or the start of it, then .n and the token's number)", arg)
+	return resolveChild(ctx, c, arg, 'n', "node token")
+}
+
+// resolveTask, resolveJob and resolveIncident do the same for the ids of a
+// process's work: PROCESS.tN, PROCESS.jN and PROCESS.iN.
+func resolveTask(ctx context.Context, c *client, arg string) (string, error) {
+	return resolveChild(ctx, c, arg, 't', "task")
+}
+
+func resolveJob(ctx context.Context, c *client, arg string) (string, error) {
+	return resolveChild(ctx, c, arg, 'j', "job")
+}
+
+func resolveIncident(ctx context.Context, c *client, arg string) (string, error) {
+	return resolveChild(ctx, c, arg, 'i', "incident")
+}
+
+// resolveChild turns PROCESS.<kind>N, whose process part may be shortened,
+// into the full id.
+func resolveChild(ctx context.Context, c *client, arg string, kind byte, what string) (string, error) {
+	sep := "." + string(kind)
+	i := strings.LastIndex(arg, sep)
+	if i <= 0 || i+2 == len(arg) || strings.Trim(arg[i+2:], "0123456789") != "" {
+		return "", fmt.Errorf("veena: %q is not a %s id: want PROCESS%sN (the process id, or the start of it, then %s and the %s's number)", arg, what, sep, sep, what)
 	}
 	pid, err := resolveProcess(ctx, c, arg[:i])
 	if err != nil {
 		return "", err
 	}
 	return pid + arg[i:], nil
+}
+
+// resolveOptionalProcess resolves a --process filter, which may be empty.
+func resolveOptionalProcess(ctx context.Context, c *client, arg string) (string, error) {
+	if arg == "" {
+		return "", nil
+	}
+	return resolveProcess(ctx, c, arg)
 }

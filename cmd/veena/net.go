@@ -36,7 +36,11 @@ func newNetCmd() *cobra.Command {
 				return err
 			}
 			var m veena.Marking
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/marking", nil, &m); err != nil {
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id0)+"/marking", nil, &m); err != nil {
 				return err
 			}
 			if mout.format == "json" {
@@ -62,7 +66,11 @@ func newNetCmd() *cobra.Command {
 				return err
 			}
 			var p veena.Process
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/processes/"+url.PathEscape(args[0])+"/fire", map[string]any{"transition": args[1]}, &p, fKey); err != nil {
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/processes/"+url.PathEscape(id0)+"/fire", map[string]any{"transition": args[1]}, &p, fKey); err != nil {
 				return err
 			}
 			return showNetAfter(cmd, cf, &p, fout.format)
@@ -94,7 +102,11 @@ x; a binding argument &x copies x into the variable x. Values as for --env.`,
 				return err
 			}
 			var res veena.TransitionEventResult
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/processes/"+url.PathEscape(args[0])+"/transition-events", map[string]any{"name": args[1], "args": a}, &res, eKey); err != nil {
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/processes/"+url.PathEscape(id0)+"/transition-events", map[string]any{"name": args[1], "args": a}, &res, eKey); err != nil {
 				return err
 			}
 			if eout.format == "json" {
@@ -126,7 +138,11 @@ x; a binding argument &x copies x into the variable x. Values as for --env.`,
 				return err
 			}
 			var p veena.Process
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(args[0])+"/results", map[string]any{"worker": rWorker, "result": args[1], "env": envs}, &p, rKey); err != nil {
+			id0, err := resolveJob(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id0)+"/results", map[string]any{"worker": rWorker, "result": args[1], "env": envs}, &p, rKey); err != nil {
 				return err
 			}
 			return showNetAfter(cmd, cf, &p, "")

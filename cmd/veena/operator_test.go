@@ -267,11 +267,25 @@ func TestListsAndTrouble(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("processes", "show", b.ID, "-o", "json")), &p); err != nil || len(p.Stall) != 1 || len(p.WaitingAt) != 1 {
 		t.Errorf("show -o json: %+v %v", p, err)
 	}
+	// It names the token to backtrack to, and offers no token to complete.
+	finance := ""
+	if h, err := c.eng.Tokens(context.Background(), b.ID); err == nil {
+		for _, tk := range h.NodeTokens {
+			if tk.Node == "finance" {
+				finance = tk.ID
+			}
+		}
+	}
+	out = c.ok("processes", "show", b.ID)
+	if !strings.Contains(out, "veena node-tokens backtrack "+finance+"   # for finance->file: finance ended the branch") ||
+		!strings.Contains(out, "  waiting at:\n") || strings.Contains(out, "complete a token with") {
+		t.Errorf("show of the stalled process, the rescue:\n%s", out)
+	}
 	// The waiting work: every active token and waiting join, with since when.
 	out = c.ok("processes", "waiting")
 	if !strings.Contains(out, "TOKEN OR PROCESS") || !strings.Contains(out, "SINCE") ||
 		!regexp.MustCompile(a.ID+`\.n1 +review v1 +submit +active token`).MatchString(out) ||
-		!regexp.MustCompile(b.ID+` +review v1 +file +join, 1 arc\(s\) arrived \(STALLED\)`).MatchString(out) {
+		!regexp.MustCompile(b.ID+` +review v1 +file +join, 1 arc arrived \(STALLED\)`).MatchString(out) {
 		t.Errorf("waiting:\n%s", out)
 	}
 	var w veena.WaitingPage
@@ -432,5 +446,130 @@ func TestCheckValidatesAsLoading(t *testing.T) {
 	var results []checkResult
 	if err := json.Unmarshal([]byte(c.ok("check", good, "-o", "json")), &results); err != nil || len(results) != 1 || results[0].Definition != "review" {
 		t.Errorf("check -o json: %+v %v", results, err)
+	}
+}
+
+// TestShortWorkIDs: the ids of tasks, jobs and incidents (PROCESS.tN, .jN,
+// .iN) and the process ids of the record, schema and net commands may be
+// shortened like any process id.
+func TestShortWorkIDs(t *testing.T) {
+	c := newCLIEnv(t)
+	c.ok("definitions", "load", c.file("approval.wf.xml", approvalDef))
+	p := c.start("approval")
+	time.Sleep(2 * time.Millisecond)
+	q := c.start("approval")
+	n := 0
+	for n < len(p.ID) && p.ID[n] == q.ID[n] {
+		n++
+	}
+	short := p.ID[:n+1]
+	// shorten turns a full work id of p into one with the short process id.
+	shorten := func(id string) string {
+		if !strings.HasPrefix(id, p.ID+".") {
+			t.Fatalf("%s is not an id of process %s", id, p.ID)
+		}
+		return short + strings.TrimPrefix(id, p.ID)
+	}
+
+	var tasks veena.TaskPage
+	if err := json.Unmarshal([]byte(c.ok("tasks", "list", "--process", short, "-o", "json")), &tasks); err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks.Items) != 1 || tasks.Items[0].Process != p.ID {
+		t.Fatalf("tasks of %s: %+v", short, tasks.Items)
+	}
+	task := shorten(tasks.Items[0].ID)
+	if out := c.ok("tasks", "claim", task, "--user", "alice"); !strings.Contains(out, "Task "+tasks.Items[0].ID+" is claimed, held by alice") {
+		t.Fatalf("claim %s:\n%s", task, out)
+	}
+	if out := c.ok("tasks", "show", task); !strings.Contains(out, tasks.Items[0].ID) {
+		t.Fatalf("show %s:\n%s", task, out)
+	}
+	c.ok("tasks", "save", task, "note=later", "--user", "alice")
+	c.ok("tasks", "complete", task, "approved=true", "--outcome", "approve", "--user", "alice")
+
+	var jobs veena.JobPage
+	if err := json.Unmarshal([]byte(c.ok("jobs", "list", "--process", short, "-o", "json")), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 1 || jobs.Items[0].Process != p.ID {
+		t.Fatalf("jobs of %s: %+v", short, jobs.Items)
+	}
+	job := shorten(jobs.Items[0].ID)
+	c.ok("jobs", "activate", "--type", "charge-card", "--worker", "w1")
+	if out := c.ok("jobs", "show", job); !strings.Contains(out, jobs.Items[0].ID) {
+		t.Fatalf("jobs show %s:\n%s", job, out)
+	}
+	c.ok("jobs", "fail", job, "--worker", "w1", "--retries", "0", "--message", "card declined")
+
+	var incidents veena.IncidentPage
+	if err := json.Unmarshal([]byte(c.ok("incidents", "list", "--process", short, "-o", "json")), &incidents); err != nil {
+		t.Fatal(err)
+	}
+	if len(incidents.Items) != 1 || incidents.Items[0].Process != p.ID {
+		t.Fatalf("incidents of %s: %+v", short, incidents.Items)
+	}
+	if out := c.ok("incidents", "resolve", shorten(incidents.Items[0].ID), "--retries", "1"); !strings.Contains(out, "Incident "+incidents.Items[0].ID+" is resolved") {
+		t.Fatalf("resolve:\n%s", out)
+	}
+	c.ok("jobs", "activate", "--type", "charge-card", "--worker", "w2")
+	c.ok("jobs", "complete", job, "--worker", "w2", "receipt=R-1")
+	if got, _ := c.eng.Process(context.Background(), p.ID); got.State != "completed" || got.Env["receipt"].Str() != "R-1" {
+		t.Fatalf("after the job: %s %v", got.State, got.Env)
+	}
+
+	// The record of the process, by its short id.
+	if out := c.ok("processes", "audit", short); !strings.Contains(out, "task_claimed") || !strings.Contains(out, "job_failed") {
+		t.Fatalf("audit %s:\n%s", short, out)
+	}
+	if out := c.ok("processes", "metrics", short); !strings.Contains(out, "review") {
+		t.Fatalf("metrics %s:\n%s", short, out)
+	}
+	c.ok("processes", "attach", short, "Receipt", "/receipts/1.pdf")
+	if out := c.ok("processes", "document", short); !strings.Contains(out, p.ID) || !strings.Contains(out, "/receipts/1.pdf") {
+		t.Fatalf("document %s:\n%s", short, out)
+	}
+
+	// Ambiguous, unknown and malformed work ids say so.
+	if e := c.fails("incidents", "resolve", p.ID[:n]+".i3"); !strings.Contains(e, "more than one process") {
+		t.Errorf("ambiguous incident id:\n%s", e)
+	}
+	if e := c.fails("tasks", "claim", "ffffffff.t2", "--user", "alice"); !strings.Contains(e, `no process id starts with "ffffffff"`) {
+		t.Errorf("unknown task id:\n%s", e)
+	}
+	if e := c.fails("jobs", "show", short); !strings.Contains(e, "not a job id") {
+		t.Errorf("a process id given as a job:\n%s", e)
+	}
+	if e := c.fails("processes", "audit", "ffffffff"); !strings.Contains(e, `no process id starts with "ffffffff"`) {
+		t.Errorf("unknown process for audit:\n%s", e)
+	}
+}
+
+// TestCompleteDelayedAsksForNow: completing a token its guard delays is
+// refused, saying until when and what completing it would skip, unless
+// --now; the token then completes without its guard.
+func TestCompleteDelayedAsksForNow(t *testing.T) {
+	c := newCLIEnv(t)
+	c.ok("definitions", "load", c.file("remind.wf.xml", `<?xml version="1.0"?>
+<process-definition name="remind" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="invoice" isStart="true"><arc to="remind"/></node>
+  <node name="remind" type="wait"><guard>if paid then Discard else delay until 1 second after sent</guard><arc to="done"/></node>
+  <node name="done"/>
+</process-definition>
+`))
+	sent := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	p := c.start("remind", "--env", "paid=false", "--env", "sent="+sent.Format(time.RFC3339))
+	tok := c.token(p.ID, "remind")
+	e := c.fails("node-tokens", "complete", tok)
+	until := sent.Add(time.Second).Format("2006-01-02 15:04:05Z")
+	if !strings.Contains(e, "delayed by its guard until "+until) || !strings.Contains(e, "--now") {
+		t.Fatalf("completing a delayed token:\n%s", e)
+	}
+	if got, _ := c.eng.Process(context.Background(), p.ID); got.State != "executing" {
+		t.Fatalf("the refused completion left the process %s", got.State)
+	}
+	c.ok("node-tokens", "complete", tok, "--now")
+	if got, _ := c.eng.Process(context.Background(), p.ID); got.State != "completed" {
+		t.Fatalf("after --now the process is %s", got.State)
 	}
 }

@@ -77,10 +77,28 @@ type: 42 and 1.5 are numbers, true and false booleans, {"date": "2026-05-01T08:0
 a date; anything else is a string, and so is a value in double quotes ("42") or a
 number an attribute cannot hold exactly (it keeps every digit as text).`
 
+// transientHelp explains --transient, for the commands that take it.
+const transientHelp = `--transient NAME=VALUE sets a transient attribute for this command only
+(repeatable, typed as --env): the listeners, guards and node types that run in
+the command see it; it is never stored nor shown, and the next command runs
+without it.`
+
+// addTransient puts the --transient pairs into a command's body.
+func addTransient(body map[string]any, pairs []string) error {
+	t, err := parseEnv(pairs)
+	if err != nil {
+		return fmt.Errorf("%w (--transient)", err)
+	}
+	if t != nil {
+		body["transient"] = t
+	}
+	return nil
+}
+
 // idHelp explains shortened ids, for the help of the commands that take them.
 const idHelp = `A process id may be shortened to any start of it that only one process has; a
 node token id is its process id (or such a start of it), ".n" and the token's
-number, as in 0192f7c4-3b1e.n2.`
+number, as in 0192f7c4-3b1e.n2; task, job and incident ids likewise (.t, .j, .i).`
 
 func newProcessesCmd() *cobra.Command {
 	cf := &clientFlags{}
@@ -98,6 +116,7 @@ func newProcessesCmd() *cobra.Command {
 		startVersion int
 		startKey     string
 		startOut     outputFlag
+		startTrans   []string
 	)
 	start := &cobra.Command{
 		Use:   "start DEFINITION",
@@ -109,9 +128,12 @@ until every token waits or it ends, and the process is shown.
 
 --context KEY=VALUE gives the process context pairs (repeatable): incoming events
 find it by them (veena events send --match KEY=VALUE), and lists by them
-(veena processes list --context KEY=VALUE).`,
-		Example: `  veena processes start order --env amount=120 --env express=true --context order=o-1042`,
-		Args:    cobra.ExactArgs(1),
+(veena processes list --context KEY=VALUE).
+
+` + transientHelp,
+		Example: `  veena processes start order --env amount=120 --env express=true --context order=o-1042
+  veena processes start order --transient signature=0xbeef`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := startOut.check(); err != nil {
 				return err
@@ -138,6 +160,9 @@ find it by them (veena events send --match KEY=VALUE), and lists by them
 			if ctxm != nil {
 				body["context"] = ctxm
 			}
+			if err := addTransient(body, startTrans); err != nil {
+				return err
+			}
 			p, err := c.command(cmd.Context(), "/api/v1/processes", body, startKey)
 			if err != nil {
 				return err
@@ -147,6 +172,7 @@ find it by them (veena events send --match KEY=VALUE), and lists by them
 	}
 	start.Flags().StringArrayVar(&startEnv, "env", nil, "process attribute NAME=VALUE, repeatable (typed as described above)")
 	start.Flags().StringArrayVar(&startContext, "context", nil, "context pair KEY=VALUE that incoming events (veena events send --match) find the process by, repeatable")
+	start.Flags().StringArrayVar(&startTrans, "transient", nil, "transient process attribute NAME=VALUE for this command only, repeatable (never stored)")
 	start.Flags().IntVar(&startVersion, "version", 0, "definition version (default: the latest)")
 	start.Flags().StringVar(&startKey, "idempotency-key", "", "a key that makes a retry of this start return the first result")
 	startOut.add(start)
@@ -433,7 +459,7 @@ completed into, else the node they lead to.
 		"Show the process environment, or merge attributes into it (NAME= with no value removes one)",
 		"/api/v1/processes/", resolveProcess)
 
-	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd)
+	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd, newFinalizeCmd(cf), newExecuteQueuedCmd(cf))
 	return cmd
 }
 
@@ -476,7 +502,14 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		for _, j := range p.Stall {
 			fmt.Fprintf(out, "    join %s (%s): arrived from %s; missing from %s\n", qualified(j.External, j.Node), j.Join, arcList(j.Waiting), arcList(j.Missing))
 		}
-		fmt.Fprintln(out, "    backtrack to a completed token to run a branch again (veena node-tokens backtrack), or cancel the process")
+		if cmds := rescueCommands(ctx, c, p); len(cmds) > 0 {
+			fmt.Fprintln(out, "    to run a missing branch again, backtrack to the token that ended it, or cancel the process:")
+			for _, cmd := range cmds {
+				fmt.Fprintf(out, "      %s\n", cmd)
+			}
+		} else {
+			fmt.Fprintln(out, "    backtrack to a completed token to run a branch again (veena node-tokens backtrack), or cancel the process")
+		}
 	}
 	for _, f := range p.TimerFailures {
 		fmt.Fprintf(out, "  TIMER FAILED: the guard of token %s on %s failed at %s: %s\n", f.Token, f.Node, stamp(f.At), f.Message)
@@ -494,7 +527,11 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		}
 		return nil
 	}
-	fmt.Fprintln(out, "  waiting at (complete a token with: veena node-tokens complete TOKEN):")
+	if slices.ContainsFunc(p.WaitingAt, func(w veena.Wait) bool { return w.Kind == "token" }) {
+		fmt.Fprintln(out, "  waiting at (complete a token with: veena node-tokens complete TOKEN):")
+	} else {
+		fmt.Fprintln(out, "  waiting at:")
+	}
 	tw := table(out)
 	fmt.Fprintln(tw, "    NODE\tWAITS\tSINCE\tTOKEN")
 	for _, w := range p.WaitingAt {
@@ -504,6 +541,45 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 		fmt.Fprintf(tw, "    … and %d more\t\t\t\n", p.WaitingMore)
 	}
 	return tw.Flush()
+}
+
+// rescueCommands are the backtrack commands that run the missing branches
+// of a stalled process's joins again: for each missing arc, the last
+// completed token of the node it leaves. None when the history cannot be
+// read (the caller then gives the general advice).
+func rescueCommands(ctx context.Context, c *client, p *veena.Process) []string {
+	if c == nil {
+		return nil
+	}
+	var h veena.TokenHistory
+	if err := c.tokens(ctx, p.ID, &h); err != nil {
+		return nil
+	}
+	var cmds []string
+	for _, j := range p.Stall {
+		for _, a := range j.Missing {
+			var last *veena.NodeToken
+			for i := range h.NodeTokens {
+				t := &h.NodeTokens[i]
+				if t.Node == a.From && t.External == a.FromExternal && t.Complete && t.ExecutionType == "forward" {
+					last = t
+				}
+			}
+			if last == nil {
+				continue
+			}
+			node := qualified(last.External, last.Node)
+			why := node + " ended the branch"
+			if last.GuardAction != nil && *last.GuardAction == "discard" {
+				why = node + "'s guard discarded it; first change what the guard reads (veena processes env)"
+			}
+			cmd := fmt.Sprintf("veena node-tokens backtrack %s   # for %s->%s: %s", last.ID, qualified(a.FromExternal, a.From), qualified(a.ToExternal, a.To), why)
+			if !slices.Contains(cmds, cmd) {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	return cmds
 }
 
 // stateWords is a process's state, marked when it is stalled.
@@ -554,7 +630,10 @@ func waitKindWords(kind string, arcs int, until *time.Time, stalled bool) string
 		}
 		return "delayed"
 	case "join":
-		s := fmt.Sprintf("join, %d arc(s) arrived", arcs)
+		s := "join, 1 arc arrived"
+		if arcs != 1 {
+			s = fmt.Sprintf("join, %d arcs arrived", arcs)
+		}
 		if stalled {
 			s += " (STALLED)"
 		}

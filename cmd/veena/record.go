@@ -54,10 +54,14 @@ func addRecordCommands(procs *cobra.Command) {
 				return err
 			}
 			var all []veena.AuditEntry
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
 			q := url.Values{"limit": {"1000"}}
 			for {
 				var page veena.AuditPage
-				if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/audit", q, &page); err != nil {
+				if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id0)+"/audit", q, &page); err != nil {
 					return err
 				}
 				all = append(all, page.Items...)
@@ -93,7 +97,11 @@ func addRecordCommands(procs *cobra.Command) {
 				return err
 			}
 			var page veena.MetricPage
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/metrics", url.Values{"limit": {"1000"}}, &page); err != nil {
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id0)+"/metrics", url.Values{"limit": {"1000"}}, &page); err != nil {
 				return err
 			}
 			if metricsOut.format == "json" {
@@ -119,7 +127,11 @@ func addRecordCommands(procs *cobra.Command) {
 			if err != nil {
 				return err
 			}
-			path := "/api/v1/processes/" + url.PathEscape(args[0]) + "/document"
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			path := "/api/v1/processes/" + url.PathEscape(id0) + "/document"
 			if !asXML {
 				var d veena.ProcessDocument
 				if err := c.getJSON(cmd.Context(), path, nil, &d); err != nil {
@@ -158,7 +170,11 @@ func addRecordCommands(procs *cobra.Command) {
 				body["user"] = user
 			}
 			var a veena.Attachment
-			if err := c.send2(cmd.Context(), http.MethodPut, "/api/v1/processes/"+url.PathEscape(args[0])+"/attachments/"+url.PathEscape(args[1]), body, &a, ""); err != nil {
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPut, "/api/v1/processes/"+url.PathEscape(id0)+"/attachments/"+url.PathEscape(args[1]), body, &a, ""); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s = %q (cardinality %d)\n", a.Name, a.URI, a.Cardinality)

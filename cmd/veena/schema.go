@@ -38,7 +38,11 @@ func newSchemaCmd() *cobra.Command {
 				return err
 			}
 			sets, _ := cmd.Flags().GetStringArray("set")
-			path := "/api/v1/processes/" + url.PathEscape(args[0]) + "/almanac"
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			path := "/api/v1/processes/" + url.PathEscape(id0) + "/almanac"
 			var alm map[string]veena.Value
 			if len(sets) > 0 {
 				patch, err := parseEnv(sets)
@@ -84,7 +88,11 @@ func newSchemaCmd() *cobra.Command {
 				return err
 			}
 			var in schema.Instance
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(args[0])+"/nodes", nil, &in); err != nil {
+			id0, err := resolveProcess(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id0)+"/nodes", nil, &in); err != nil {
 				return err
 			}
 			if nout.format == "json" {

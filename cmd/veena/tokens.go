@@ -17,20 +17,23 @@ func newTokensCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "node-tokens",
 		Aliases: []string{"tokens", "node-token"},
-		Short:   "Complete, backtrack and show the node tokens of processes (not access tokens: see access-token)",
-		Long:    "Complete, backtrack and show the node tokens of processes. (Access tokens, which\nlet clients in, are managed with veena access-token.)\n\n" + idHelp,
+		Short:   "Complete, backtrack, re-evaluate and show the node tokens of processes (not access tokens: see access-token)",
+		Long:    "Complete, backtrack, re-evaluate and show the node tokens of processes. (Access\ntokens, which let clients in, are managed with veena access-token.)\n\n" + idHelp,
 	}
 	cf.add(cmd)
 
 	var (
 		arcs     []string
 		noArc    bool
+		now      bool
 		envPairs []string
 		setName  string
 		setCount int
 		setEnv   []string
 		key      string
 		compOut  outputFlag
+		async    bool
+		trans    []string
 	)
 	complete := &cobra.Command{
 		Use:   "complete TOKEN_ID",
@@ -43,14 +46,21 @@ arcs among others. The names are checked against the node's arcs: an unknown
 one (or the default arcs of a node that has none) is refused, listing the valid
 names. --no-arc leaves on no arc: the branch ends. --token-set NAME --count N
 completes with a new token set on the single arc given (--set-env sets its
-attributes).
+attributes). A token its guard delays is refused unless --now: completing it
+skips the rest of the delay, and its guard is not evaluated again.
 
 ` + envHelp + ` (On the token, before it completes.)
+
+--async completes the token but leaves the arc tokens it creates pending, queued
+for veena processes execute-queued (Sarasvati's asynchronous completion).
+
+` + transientHelp + ` (On the token.)
 
 ` + idHelp,
 		Example: `  veena node-tokens complete 0192f7c4.n2
   veena node-tokens complete 0192f7c4.n2 --arc approved --env amount=120
-  veena node-tokens complete 0192f7c4.n3 --arc review --token-set reviewers --count 3`,
+  veena node-tokens complete 0192f7c4.n3 --arc review --token-set reviewers --count 3
+  veena node-tokens complete 0192f7c4.n2 --async --transient signature=0xbeef`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := compOut.check(); err != nil {
@@ -64,8 +74,15 @@ attributes).
 			if err != nil {
 				return err
 			}
+			var tok veena.NodeToken
+			if err := c.getJSON(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id), nil, &tok); err != nil {
+				return err
+			}
+			if err := checkDelayed(&tok, now); err != nil {
+				return err
+			}
 			if !noArc {
-				if err := checkArcs(cmd.Context(), c, id, arcs); err != nil {
+				if err := checkArcs(cmd.Context(), c, &tok, arcs); err != nil {
 					return err
 				}
 			}
@@ -98,6 +115,12 @@ attributes).
 				}
 				body["tokenSet"] = ts
 			}
+			if async {
+				body["async"] = true
+			}
+			if err := addTransient(body, trans); err != nil {
+				return err
+			}
 			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id)+"/complete", body, key)
 			if err != nil {
 				return err
@@ -107,11 +130,14 @@ attributes).
 	}
 	complete.Flags().StringArrayVar(&arcs, "arc", nil, "arc name to leave on, repeatable (\"\" = the default arcs)")
 	complete.Flags().BoolVar(&noArc, "no-arc", false, "leave on no arc")
+	complete.Flags().BoolVar(&now, "now", false, "complete a token its guard delays now, without evaluating the guard again")
 	complete.Flags().StringArrayVar(&envPairs, "env", nil, "token attribute NAME=VALUE, repeatable (typed as described above)")
 	complete.Flags().StringVar(&setName, "token-set", "", "complete with a new token set of this name")
 	complete.Flags().IntVar(&setCount, "count", 1, "members of the new token set")
 	complete.Flags().StringArrayVar(&setEnv, "set-env", nil, "token set attribute NAME=VALUE, repeatable")
 	complete.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
+	complete.Flags().BoolVar(&async, "async", false, "leave the new arc tokens pending, for veena processes execute-queued")
+	complete.Flags().StringArrayVar(&trans, "transient", nil, "transient token attribute NAME=VALUE for this command only, repeatable (never stored)")
 	compOut.add(complete)
 
 	var btKey string
@@ -201,8 +227,22 @@ attributes).
 		"Show the token's environment, or merge attributes into it (NAME= removes one)",
 		"/api/v1/node-tokens/", resolveToken)
 
-	cmd.AddCommand(complete, backtrack, show, envCmd)
+	cmd.AddCommand(complete, backtrack, show, envCmd, newReevaluateCmd(cf))
 	return cmd
+}
+
+// checkDelayed refuses to complete a token its guard delays, unless now:
+// completing it skips the rest of the delay, and its guard is not evaluated
+// again (the API allows it, as Sarasvati does).
+func checkDelayed(t *veena.NodeToken, now bool) error {
+	if now || t.Complete || t.GuardAction == nil || *t.GuardAction != "delay" {
+		return nil
+	}
+	until := ""
+	if t.DelayUntil != nil {
+		until = " until " + stamp(*t.DelayUntil)
+	}
+	return fmt.Errorf("veena: token %s on %s is delayed by its guard%s; completing it now skips the guard, which is not evaluated again. Add --now to complete it anyway, or leave it: the engine runs the guard again when the delay ends", t.ID, qualified(t.External, t.Node), until)
 }
 
 // checkArcs checks the arc names of a completion against the out-arcs of
@@ -210,11 +250,7 @@ attributes).
 // --arc "") of a node whose out-arcs all have names, is refused with the
 // names the node has. A node with no out-arcs takes the default arcs (its
 // branch ends).
-func checkArcs(ctx context.Context, c *client, tokenID string, names []string) error {
-	var t veena.NodeToken
-	if err := c.getJSON(ctx, "/api/v1/node-tokens/"+url.PathEscape(tokenID), nil, &t); err != nil {
-		return err
-	}
+func checkArcs(ctx context.Context, c *client, t *veena.NodeToken, names []string) error {
 	if t.Complete {
 		return nil // the server says why it cannot be completed
 	}

@@ -155,7 +155,9 @@ func newTasksCmd() *cobra.Command {
 A task is claimed (locked) by one user at a time: claim it, save its data for
 later (keeping or releasing the lock), complete it with data and an outcome
 (the arc to take). With access tokens the token's user acts; a server without
-tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
+tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).
+
+` + idHelp,
 	}
 	cf.add(cmd)
 
@@ -189,7 +191,11 @@ tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
 			set("candidateUser", candUser)
 			set("candidateGroup", candGroup)
 			set("queue", queue)
-			set("process", process)
+			pid, err := resolveOptionalProcess(cmd.Context(), c, process)
+			if err != nil {
+				return err
+			}
+			set("process", pid)
 			set("definition", definition)
 			if mine {
 				q.Set("mine", "true")
@@ -220,7 +226,7 @@ tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
 	list.Flags().StringVar(&candUser, "candidate-user", "", "only tasks offered to this user")
 	list.Flags().StringVar(&candGroup, "candidate-group", "", "only tasks offered to this group")
 	list.Flags().StringVar(&queue, "queue", "", "only tasks in this queue")
-	list.Flags().StringVar(&process, "process", "", "only tasks of this process")
+	list.Flags().StringVar(&process, "process", "", "only tasks of this process (its id or a start of it only one process has)")
 	list.Flags().StringVar(&definition, "definition", "", "only tasks of this definition")
 	list.Flags().IntVar(&limit, "limit", 0, "at most this many (1-1000)")
 	listOut.add(list)
@@ -239,7 +245,11 @@ tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
 				return err
 			}
 			var t veena.Task
-			if err := c.getJSON(cmd.Context(), "/api/v1/tasks/"+url.PathEscape(args[0]), nil, &t); err != nil {
+			id0, err := resolveTask(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/tasks/"+url.PathEscape(id0), nil, &t); err != nil {
 				return err
 			}
 			if showOut.format == "json" {
@@ -267,7 +277,11 @@ tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
 					return err
 				}
 				var t veena.Task
-				if err := cl.send2(cmd.Context(), http.MethodPost, "/api/v1/tasks/"+url.PathEscape(args[0])+"/"+verb, af.body(nil), &t, ""); err != nil {
+				id0, err := resolveTask(cmd.Context(), cl, args[0])
+				if err != nil {
+					return err
+				}
+				if err := cl.send2(cmd.Context(), http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id0)+"/"+verb, af.body(nil), &t, ""); err != nil {
 					return err
 				}
 				if o.format == "json" {
@@ -310,7 +324,11 @@ tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
 				return err
 			}
 			var t veena.Task
-			if err := c.send2(cmd.Context(), http.MethodPatch, "/api/v1/tasks/"+url.PathEscape(args[0]), sf.body(map[string]any{"data": data, "release": release2}), &t, ""); err != nil {
+			id0, err := resolveTask(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPatch, "/api/v1/tasks/"+url.PathEscape(id0), sf.body(map[string]any{"data": data, "release": release2}), &t, ""); err != nil {
 				return err
 			}
 			if saveOut.format == "json" {
@@ -351,7 +369,11 @@ tokens takes the user from --user (VEENA_USER) and --groups (VEENA_GROUPS).`,
 				extra["outcome"] = outcome
 			}
 			var p veena.Process
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/tasks/"+url.PathEscape(args[0])+"/complete", cfa.body(extra), &p, key); err != nil {
+			id0, err := resolveTask(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/tasks/"+url.PathEscape(id0)+"/complete", cfa.body(extra), &p, key); err != nil {
 				return err
 			}
 			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, compOut.format)
@@ -384,6 +406,7 @@ func newJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
 		Short: "Jobs for worker programs: list, activate (lease), complete, fail, throw an error",
+		Long:  "Jobs for worker programs: list, activate (lease), complete, fail, throw an error.\n\n" + idHelp,
 	}
 	cf.add(cmd)
 
@@ -401,8 +424,12 @@ func newJobsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			pid, err := resolveOptionalProcess(cmd.Context(), c, process)
+			if err != nil {
+				return err
+			}
 			q := url.Values{}
-			for k, v := range map[string]string{"type": typ, "state": state, "process": process} {
+			for k, v := range map[string]string{"type": typ, "state": state, "process": pid} {
 				if v != "" {
 					q.Set(k, v)
 				}
@@ -423,7 +450,7 @@ func newJobsCmd() *cobra.Command {
 	}
 	list.Flags().StringVar(&typ, "type", "", "types, comma-separated")
 	list.Flags().StringVar(&state, "state", "", "states, comma-separated: open, leased, completed, failed, error_thrown, canceled")
-	list.Flags().StringVar(&process, "process", "", "only jobs of this process")
+	list.Flags().StringVar(&process, "process", "", "only jobs of this process (its id or a start of it only one process has)")
 	listOut.add(list)
 
 	show := &cobra.Command{
@@ -436,7 +463,11 @@ func newJobsCmd() *cobra.Command {
 				return err
 			}
 			var j veena.Job
-			if err := c.getJSON(cmd.Context(), "/api/v1/jobs/"+url.PathEscape(args[0]), nil, &j); err != nil {
+			id0, err := resolveJob(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.getJSON(cmd.Context(), "/api/v1/jobs/"+url.PathEscape(id0), nil, &j); err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), j)
@@ -499,7 +530,11 @@ func newJobsCmd() *cobra.Command {
 				body["result"] = result
 			}
 			var p veena.Process
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(args[0])+"/complete", body, &p, cKey); err != nil {
+			id0, err := resolveJob(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id0)+"/complete", body, &p, cKey); err != nil {
 				return err
 			}
 			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, cOut.format)
@@ -529,7 +564,11 @@ func newJobsCmd() *cobra.Command {
 				body["retryIn"] = retryIn
 			}
 			var j veena.Job
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(args[0])+"/fail", body, &j, ""); err != nil {
+			id0, err := resolveJob(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id0)+"/fail", body, &j, ""); err != nil {
 				return err
 			}
 			return printJobs(cmd.OutOrStdout(), []veena.Job{j})
@@ -556,7 +595,11 @@ func newJobsCmd() *cobra.Command {
 			}
 			var p veena.Process
 			body := map[string]any{"worker": eWorker, "code": code, "message": eMessage, "env": envs}
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(args[0])+"/error", body, &p, ""); err != nil {
+			id0, err := resolveJob(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/jobs/"+url.PathEscape(id0)+"/error", body, &p, ""); err != nil {
 				return err
 			}
 			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), &p, "table")
@@ -575,6 +618,7 @@ func newIncidentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "incidents",
 		Short: "Incidents: problems holding a process until someone resolves them",
+		Long:  "Incidents: problems holding a process until someone resolves them.\n\n" + idHelp,
 	}
 	cf.add(cmd)
 	var process, state string
@@ -592,8 +636,12 @@ func newIncidentsCmd() *cobra.Command {
 				return err
 			}
 			q := url.Values{}
-			if process != "" {
-				q.Set("process", process)
+			pid, err := resolveOptionalProcess(cmd.Context(), c, process)
+			if err != nil {
+				return err
+			}
+			if pid != "" {
+				q.Set("process", pid)
 			}
 			if state != "" {
 				q.Set("state", state)
@@ -617,7 +665,7 @@ func newIncidentsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	list.Flags().StringVar(&process, "process", "", "only incidents of this process")
+	list.Flags().StringVar(&process, "process", "", "only incidents of this process (its id or a start of it only one process has)")
 	list.Flags().StringVar(&state, "state", "", "open (default) or resolved, comma-separated")
 	listOut.add(list)
 
@@ -637,7 +685,11 @@ func newIncidentsCmd() *cobra.Command {
 				extra["retries"] = retries
 			}
 			var i veena.Incident
-			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/incidents/"+url.PathEscape(args[0])+"/resolve", rf.body(extra), &i, ""); err != nil {
+			id0, err := resolveIncident(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.send2(cmd.Context(), http.MethodPost, "/api/v1/incidents/"+url.PathEscape(id0)+"/resolve", rf.body(extra), &i, ""); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Incident %s is %s\n", i.ID, i.State)
