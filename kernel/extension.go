@@ -126,7 +126,9 @@ func (e *Engine) StartWith(g *graph.Graph, env *Env, context map[string]string, 
 
 // StartChild starts a detached nested process of g under parent, inside a
 // running command: no token of the parent waits for it, it runs on its
-// own, and cancelling the parent cancels it. Setup runs as for StartWith.
+// own, and it ends with its parent: cancelling the parent cancels it, and
+// so does the parent's completion if it still runs then. Setup runs as for
+// StartWith.
 func (e *Engine) StartChild(parent *Process, g *graph.Graph, env *Env, context map[string]string, setup func(p *Process) error) *Process {
 	if e.depth == 0 {
 		e.Fail(refuse(ErrInvalidArgument, "StartChild is for use inside a command"))

@@ -966,12 +966,27 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 }
 
 func (e *Engine) finalizeComplete(p *Process) {
+	e.endChildren(p)
 	e.mutP(p)
 	p.State = Completed
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
+	if rt, ok := p.Graph.Nodes[0].Runtime.(*nodeRuntime); ok {
+		rt.graph.observeEnd(p)
+	}
 	if t := p.ParentToken; t != nil && t.Process.State == Executing && !t.Complete {
 		e.completeVia(t, defaultArcs, nil)
+	}
+}
+
+// endChildren cancels the detached nested processes (StartChild) of a
+// process that completes and are still running, theirs with them: a child
+// is a part of its parent and does not outlive it.
+func (e *Engine) endChildren(p *Process) {
+	for _, c := range p.Nested {
+		if c.ParentToken == nil && (c.State == Created || c.State == Executing) {
+			e.cancel(c)
+		}
 	}
 }
 
@@ -1151,6 +1166,9 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	case len(names) == 1 && names[0] == "":
 		ev.names = -1
 	default:
+		if p.eventNames == nil {
+			p.eventNames = make([][]string, 0, 4)
+		}
 		p.eventNames = append(p.eventNames, names)
 		ev.names = int32(len(p.eventNames))
 	}

@@ -72,8 +72,9 @@ func (k *Kernel) HasNodeType(name string) bool {
 }
 
 // graphRuntime is what the kernel learns about a graph while running it:
-// how many events and tokens the last start made, to size the next
-// process's lists at once instead of growing them.
+// how many events and tokens its last process made by its end (or, until
+// one ends, the most a start made), to size the next process's lists at
+// once instead of growing them.
 type graphRuntime struct {
 	events, nodeTokens, arcTokens atomic.Int64
 }
@@ -82,10 +83,26 @@ func (g *graphRuntime) eventHint() int { return int(min(max(g.events.Load(), 4),
 func (g *graphRuntime) nodeHint() int  { return int(min(max(g.nodeTokens.Load(), 1), 1<<12)) }
 func (g *graphRuntime) arcHint() int   { return int(min(g.arcTokens.Load(), 1<<12)) }
 
+// observe notes the lists of a process at the end of its start: a process
+// that waits has more to come, so this only raises the hints.
 func (g *graphRuntime) observe(p *Process) {
+	raise(&g.events, len(p.Events))
+	raise(&g.nodeTokens, len(p.NodeTokens))
+	raise(&g.arcTokens, len(p.ArcTokens))
+}
+
+// observeEnd notes the lists of a process that completed: what the next
+// one will likely need in all.
+func (g *graphRuntime) observeEnd(p *Process) {
 	g.events.Store(int64(len(p.Events)))
 	g.nodeTokens.Store(int64(len(p.NodeTokens)))
 	g.arcTokens.Store(int64(len(p.ArcTokens)))
+}
+
+func raise(v *atomic.Int64, n int) {
+	if int64(n) > v.Load() {
+		v.Store(int64(n))
+	}
 }
 
 // nodeRuntime is a node's prepared behaviour.

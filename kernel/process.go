@@ -481,6 +481,34 @@ func (f FullEnv) RemoveTransient(name string) {
 	}
 }
 
+// Map returns the merged persistent attributes (process, then token over
+// it) as a new map, nil when there are none.
+func (f FullEnv) Map() map[string]Value {
+	pd, td := f.t.Process.Env.data(), f.t.Env.data()
+	n := 0
+	if pd != nil {
+		n += len(pd.attrs)
+	}
+	if td != nil {
+		n += len(td.attrs)
+	}
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]Value, n)
+	if pd != nil {
+		for k, v := range pd.attrs {
+			m[k] = v
+		}
+	}
+	if td != nil {
+		for k, v := range td.attrs {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 // Copy returns the merged attributes (process, then token over it) as a new Env.
 func (f FullEnv) Copy() *Env {
 	e := f.t.Process.Env.Clone()

@@ -151,6 +151,9 @@ func (e *Engine) effect(t *NodeToken, ef Effect) {
 	ef.Token = t
 	p := t.Process
 	e.mutP(p)
+	if p.Effects == nil {
+		p.Effects = make([]Effect, 0, 4)
+	}
 	p.Effects = append(p.Effects, ef)
 	p.Dirty = true
 }
@@ -178,7 +181,7 @@ func (e *Engine) OpenTask(t *NodeToken, spec TaskSpec) error {
 			spec.Label = t.Node.Name
 		}
 		if spec.Data == nil {
-			spec.Data = t.FullEnv().Copy().Map()
+			spec.Data = t.FullEnv().Map()
 		}
 		e.mutN(t)
 		t.Work |= HoldsTask
@@ -204,7 +207,7 @@ func (e *Engine) OfferJob(t *NodeToken, spec JobSpec) error {
 			spec.Retries = DefaultJobRetries
 		}
 		if spec.Env == nil {
-			spec.Env = t.FullEnv().Copy().Map()
+			spec.Env = t.FullEnv().Map()
 		}
 		e.mutN(t)
 		t.Work |= HoldsJob

@@ -28,6 +28,11 @@ func (s engineSource) Complete(ctx context.Context, id string, req veena.Complet
 	return err
 }
 
+func (s engineSource) ReportResult(ctx context.Context, id string, req veena.JobResultRequest) error {
+	_, err := s.e.ReportJobResult(ctx, id, req)
+	return err
+}
+
 func (s engineSource) Fail(ctx context.Context, id string, req veena.FailJobRequest) error {
 	_, err := s.e.FailJob(ctx, id, req)
 	return err
@@ -137,6 +142,16 @@ func (h *HTTP) Complete(ctx context.Context, id string, req veena.CompleteJobReq
 		body["result"] = req.Result
 	}
 	return h.post(ctx, "/api/v1/jobs/"+url.PathEscape(id)+"/complete", body, nil, 0)
+}
+
+// ReportResult sends an intermediate result of a Petri net activity's job
+// (POST /api/v1/jobs/{id}/results).
+func (h *HTTP) ReportResult(ctx context.Context, id string, req veena.JobResultRequest) error {
+	body := map[string]any{"worker": req.Worker, "result": req.Result}
+	if len(req.Env) > 0 {
+		body["env"] = req.Env
+	}
+	return h.post(ctx, "/api/v1/jobs/"+url.PathEscape(id)+"/results", body, nil, 0)
 }
 
 // Fail reports a failed attempt.

@@ -10,6 +10,11 @@
 // a back-off while retries remain, then an incident opens); Retry(err,
 // after) chooses the back-off; NoRetry(err) fails it for good; Throw(code,
 // message) is a business error thrown at the job's node.
+//
+// A handler of a Petri net activity with several outputs (seed 003: an
+// LDAP search giving entry after entry) calls Report for each
+// intermediate result: its code fires the arcs that take it while the
+// job runs on; the Result the handler returns ends the activity.
 package worker
 
 import (
@@ -45,6 +50,41 @@ type Source interface {
 	Complete(ctx context.Context, id string, req veena.CompleteJobRequest) error
 	Fail(ctx context.Context, id string, req veena.FailJobRequest) error
 	Throw(ctx context.Context, id string, req veena.JobErrorRequest) error
+}
+
+// ResultReporter is a Source that takes intermediate results of jobs
+// (both Sources of this package do): an optional capability, as Report
+// needs it.
+type ResultReporter interface {
+	ReportResult(ctx context.Context, id string, req veena.JobResultRequest) error
+}
+
+// ErrNoReporter is Report's error outside a handler run by a Worker, or
+// with a Source that takes no intermediate results.
+var ErrNoReporter = errors.New("worker: no intermediate results here: Report is for handlers a Worker runs, on a Source that takes them")
+
+// reporterKey keys the job's reporter in a handler's context.
+type reporterKey struct{}
+
+// reporter sends the intermediate results of one job.
+type reporter struct {
+	src    ResultReporter
+	worker string
+	job    string
+}
+
+// Report sends an intermediate result of the job whose handler ctx
+// belongs to: the result code fires the arcs of the activity's place that
+// take it, Env goes into the net's variables, and the job stays leased to
+// this worker, running on until the handler returns. Only Petri net
+// activities take intermediate results (job_not_leased when the lease has
+// gone to another worker).
+func Report(ctx context.Context, r Result) error {
+	rp, ok := ctx.Value(reporterKey{}).(*reporter)
+	if !ok || rp.src == nil {
+		return ErrNoReporter
+	}
+	return rp.src.ReportResult(ctx, rp.job, veena.JobResultRequest{Worker: rp.worker, Result: r.Result, Env: r.Env})
 }
 
 // retryError asks for a back-off of its own.
@@ -272,6 +312,8 @@ func (w *Worker) loop(leaseCtx, runCtx context.Context) {
 // run runs the handler on one job and reports what came of it.
 func (w *Worker) run(ctx context.Context, job *Job) {
 	hctx, cancel := context.WithTimeout(ctx, w.cfg.LockFor)
+	rr, _ := w.src.(ResultReporter)
+	hctx = context.WithValue(hctx, reporterKey{}, &reporter{src: rr, worker: w.cfg.Name, job: job.ID})
 	res, err := w.call(hctx, job)
 	cancel()
 	// The report goes out even while stopping: the job is done.

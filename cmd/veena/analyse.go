@@ -87,6 +87,9 @@ func printAnalysis(w io.Writer, file, name, format string, rep *veena.Analysis) 
 		}
 		fmt.Fprintln(w)
 	}
+	if len(rep.Approximations) > 0 {
+		fmt.Fprintln(w, "  these verdicts are of the translated net, which only approximates the definition here:")
+	}
 	for _, a := range rep.Approximations {
 		fmt.Fprintf(w, "  approximated: %s\n", a)
 	}

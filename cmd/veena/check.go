@@ -145,6 +145,38 @@ func loadOffline(ctx context.Context, e *veena.Engine, files []string) (map[stri
 	})
 }
 
+// otherDefinitions gives, for each loaded file, the definitions it holds
+// besides the one loading answered with (a schema's children, a BPMN
+// file's other processes), by name: the offline engine names every
+// definition's file as loadOffline gave it.
+func otherDefinitions(ctx context.Context, e *veena.Engine, loaded map[string]*veena.Definition) (map[string][]*veena.Definition, error) {
+	byBase := map[string]string{}
+	for f := range loaded {
+		if _, twice := byBase[filepath.Base(f)]; twice {
+			byBase[filepath.Base(f)] = "" // two files of one name: which holds what is unknown
+			continue
+		}
+		byBase[filepath.Base(f)] = f
+	}
+	defs, err := e.Definitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]*veena.Definition{}
+	for _, d := range defs {
+		g := e.Kernel().Definitions(d.Name)
+		if g == nil {
+			continue
+		}
+		f := byBase[g.File]
+		if f == "" || loaded[f].Name == d.Name {
+			continue
+		}
+		out[f] = append(out[f], d)
+	}
+	return out, nil
+}
+
 // warningsOf are what a definition that loads may still do wrong.
 func warningsOf(d *veena.Definition) []string {
 	var out []string
@@ -278,6 +310,10 @@ process to get stuck.`,
 			}
 			defer e.Close()
 			loaded, failed := loadOffline(cmd.Context(), e, files)
+			others, err := otherDefinitions(cmd.Context(), e, loaded)
+			if err != nil {
+				return err
+			}
 			var results []checkResult
 			for p, err := range unreadable {
 				results = append(results, checkResult{File: p, Problems: []string{err.Error()}})
@@ -327,28 +363,31 @@ process to get stuck.`,
 			if analyseIt {
 				stuck := 0
 				for _, f := range files {
-					d := loaded[f]
-					if d == nil {
+					if loaded[f] == nil {
 						continue
 					}
-					rep, err := e.AnalyseDefinition(cmd.Context(), d.Name, d.Version, veena.AnalyseOptions{MaxStates: maxStates})
-					if err != nil {
-						return fmt.Errorf("veena check: analyse %s: %w", f, err)
-					}
-					if analysisStuck(rep) {
-						stuck++
-					}
-					if out.format == "json" {
-						err = printJSON(cmd.OutOrStdout(), struct {
-							File       string `json:"file"`
-							Definition string `json:"definition"`
-							*veena.Analysis
-						}{f, d.Name, rep})
-					} else {
-						printAnalysis(cmd.OutOrStdout(), f, d.Name, d.Format, rep)
-					}
-					if err != nil {
-						return err
+					// Every definition the file holds: a schema's children,
+					// a BPMN file's other processes.
+					for _, d := range append([]*veena.Definition{loaded[f]}, others[f]...) {
+						rep, err := e.AnalyseDefinition(cmd.Context(), d.Name, d.Version, veena.AnalyseOptions{MaxStates: maxStates})
+						if err != nil {
+							return fmt.Errorf("veena check: analyse %s: %w", f, err)
+						}
+						if analysisStuck(rep) {
+							stuck++
+						}
+						if out.format == "json" {
+							err = printJSON(cmd.OutOrStdout(), struct {
+								File       string `json:"file"`
+								Definition string `json:"definition"`
+								*veena.Analysis
+							}{f, d.Name, rep})
+						} else {
+							printAnalysis(cmd.OutOrStdout(), f, d.Name, d.Format, rep)
+						}
+						if err != nil {
+							return err
+						}
 					}
 				}
 				if stuck > 0 {

@@ -200,3 +200,30 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestCheckAnalysesEveryDefinition: veena check --analyse, offline,
+// analyses every definition a file holds: a schema and its child schema.
+func TestCheckAnalysesEveryDefinition(t *testing.T) {
+	file := t.TempDir() + "/lookup.yaml"
+	writeFile(t, file, `schema: lookup
+nodes:
+  - {id: start, type: root, actions: [{id: ask, do: emit, with: {event: find, to: children}}], next: [{to: wait}]}
+  - {id: wait, type: event, event: {name: found}, next: [{to: done}]}
+  - {id: done, type: terminator}
+children:
+  - schema: finder
+    trigger: {event: find, from: parent}
+    nodes:
+      - {id: look, type: root, actions: [{id: tell, do: emit, with: {event: found, to: parent}}], next: [{to: end}]}
+      - {id: end, type: terminator}
+`)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"check", "--analyse", file}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("check --analyse: %d %s %s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{file + ": lookup (schema translated into a net", file + ": lookup.finder (schema translated into a net"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no analysis %q in:\n%s", want, out.String())
+		}
+	}
+}

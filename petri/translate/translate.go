@@ -15,7 +15,9 @@
 // absorbs the others; or (and anything else) lets each arrival through.
 // Token-set joins, JoinLang programs and join classes depend on run-time
 // data and are read as or joins; the translation lists them as
-// approximations.
+// approximations. A BPMN inclusive join passes any non-empty set of the
+// branches that have arrived, an over-approximation (see
+// InclusiveJoinLimit).
 //
 // Completion, by format: a Sarasvati node leaves on the arcs of one name at
 // a time (completeMany is not modelled); a plain node without a guard
@@ -55,6 +57,64 @@ type Translation struct {
 	// Bookkeeping are places of the translation's own (a non-interrupting
 	// boundary event's "not yet"), left as they are when a run finishes.
 	Bookkeeping map[int]bool
+}
+
+// InclusiveJoinLimit is what the translation says of a BPMN inclusive (OR)
+// join. Such a join waits for every branch that can still reach it and
+// then passes once (the non-local rule); no place/transition net of the
+// graph alone knows which branches can still arrive, so the net lets the
+// join pass any non-empty set of the branches that have arrived. Every run
+// of the process is a run of the net, so what holds of every reachable
+// marking of the net (safe, bounded, a node never reached) holds of the
+// process; the net also has runs the process has not (the join passing
+// before every branch arrived, and again for the late ones), so a deadlock,
+// a stuck join, an unsafe place or an unsound verdict after the join may
+// be an artefact, and the net cannot show a process stuck at the join.
+const InclusiveJoinLimit = "an inclusive (OR) join, read as passing any non-empty set of the branches that have arrived " +
+	"(BPMN passes once, when no other branch can still arrive): the net has every run of the process and more, " +
+	"so safe, bounded and never-reached verdicts hold for the process, while a deadlock, a stuck join, an unsafe place " +
+	"or an unsound verdict after the join may be an artefact"
+
+// inclusiveJoin adds the transitions of a BPMN inclusive join: one per
+// non-empty set of its incoming flows (see InclusiveJoinLimit); those of
+// two flows or more are auxiliary, as the process need not take them.
+func (b *builder) inclusiveJoin(n *graph.Node, node int, in []*graph.Arc) {
+	var live []*graph.Arc
+	for _, a := range in {
+		if !b.skipped(a.From) {
+			live = append(live, a)
+		}
+	}
+	name := n.QualifiedName()
+	if len(live) > 6 {
+		// Too many sets: each flow alone and all together only.
+		b.approx(n, fmt.Sprintf("an inclusive (OR) join of %d flows, read as passing each flow alone or all together: not every run of the process is a run of the net, so no verdict after it is a proof", len(live)))
+		var all []int
+		for _, a := range live {
+			b.noteJoin(b.transition(name+" from "+arcName(a), []int{b.tr.ArcPlace[a.Index]}, []int{node}, nil), n)
+			all = append(all, b.tr.ArcPlace[a.Index])
+		}
+		t := b.transition(name+" join all", all, []int{node}, nil)
+		b.noteJoin(t, n)
+		b.aux(t)
+		return
+	}
+	b.approx(n, InclusiveJoinLimit)
+	for mask := 1; mask < 1<<len(live); mask++ {
+		var ps []int
+		id := name + " from"
+		for i, a := range live {
+			if mask&(1<<i) != 0 {
+				ps = append(ps, b.tr.ArcPlace[a.Index])
+				id += " " + arcName(a)
+			}
+		}
+		t := b.transition(id, ps, []int{node}, nil)
+		b.noteJoin(t, n)
+		if len(ps) > 1 {
+			b.aux(t)
+		}
+	}
 }
 
 // maxSubsets bounds how many outgoing sets of an inclusive gateway are
@@ -276,6 +336,10 @@ func (b *builder) join(n *graph.Node) {
 		return
 	case graph.JoinOr, "":
 	default:
+		if b.tr.Graph.Format == "bpmn" && n.Kind == "inclusiveGateway" {
+			b.inclusiveJoin(n, node, in)
+			return
+		}
 		b.approx(n, fmt.Sprintf("its %s join depends on run-time data; read as an or join", n.Join))
 	}
 	for _, a := range in {
