@@ -110,13 +110,14 @@ type Result struct {
 	TxPerProcess float64       `json:"transactionsPerProcess"`
 	RawCommitsPS float64       `json:"rawCommitsPerSecond"`
 	// CPUPerProcess is the CPU time (user and system) the engines' OS
-	// processes used per process run: on a loaded machine the rates move
+	// processes used per process run (with the engines in this OS
+	// process, their clients too): on a loaded machine the rates move
 	// with whatever else runs, the CPU a process costs much less. On
 	// SQLite it includes the database, which runs in the engine's process.
 	CPUPerProcess time.Duration `json:"cpuPerProcess"`
-	// DBCPUPerProcess is, on PostgreSQL, the CPU time the server's
-	// processes used per process run (every backend of the server: other
-	// clients of the same server count too).
+	// DBCPUPerProcess is, on PostgreSQL, the CPU time used per process run
+	// by the server's backends serving the engines (found by their
+	// application name; 0 when the server runs on another machine).
 	DBCPUPerProcess time.Duration `json:"dbCpuPerProcess,omitempty"`
 	// WriterBusy is the share of the run SQLite's single writer spent
 	// running batches (0 on other targets): near 1, the writer is what
@@ -219,7 +220,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	}
 	for _, w := range cfg.Workloads {
 		if _, ok := workloads[w]; !ok {
-			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, wait2, auto10, split10, job, task, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
+			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, wait2, auto10, split10, job, task, wait-task, split10-task, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
 		}
 	}
 	for _, n := range cfg.Clients {
@@ -684,6 +685,12 @@ var workloads = map[string]workload{
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
 	"job":     {name: "bench-job", xml: jobXML, waits: 2, drive: driveJob},    // activate, complete
 	"task":    {name: "bench-task", xml: taskXML, waits: 2, drive: driveTask}, // claim, complete
+	// wait and split10 with a person's task on each waiting node, completed
+	// by the client as the BPMN workloads complete their user tasks (list
+	// the process's tasks, complete each): the Sarasvati side of
+	// bpmn-wait and bpmn-split10.
+	"wait-task":    {name: "bench-wait-task", xml: waitTaskXML, tasks: 1},
+	"split10-task": {name: "bench-split10-task", xml: split10TaskXML, tasks: 10},
 	// The same shapes in BPMN: a user task completed by the client, a chain
 	// of ten elements, a parallel split into ten user tasks and its join.
 	"bpmn-wait":    {name: "bench-bpmn-wait", xml: bpmnWaitXML, format: "bpmn", tasks: 1},
@@ -796,6 +803,17 @@ const waitXML = `<?xml version="1.0"?>
   <node name="end"/>
 </process-definition>
 `
+
+const waitTaskXML = `<?xml version="1.0"?>
+<process-definition name="bench-wait-task" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="start" isStart="true"><arc to="task"/></node>
+  <node name="task" type="wait"><arc to="end"/><custom><task/></custom></node>
+  <node name="end"/>
+</process-definition>
+`
+
+var split10TaskXML = strings.NewReplacer("bench-split10", "bench-split10-task",
+	`<arc to="join"/></node>`, `<arc to="join"/><custom><task/></custom></node>`).Replace(split10XML)
 
 var auto10XML = func() string {
 	var b strings.Builder
