@@ -27,6 +27,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/internal/cpustat"
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/pgstore"
 	"github.com/veena-wf/veena/store/sqlitestore"
@@ -112,6 +113,11 @@ type Result struct {
 	// running batches (0 on other targets): near 1, the writer is what
 	// limits throughput.
 	WriterBusy float64 `json:"writerBusy,omitempty"`
+	// CPUPerProcess is the CPU time (user and system) this OS process
+	// spent per process during the run: the engines, their clients and,
+	// on SQLite, the database itself. Unlike the rates it changes little
+	// with the machine's other work. 0 when the engines ran in workers.
+	CPUPerProcess time.Duration `json:"cpuPerProcess,omitempty"`
 	// EngineProcesses is the number of worker OS processes that ran the
 	// engines; 0 when they ran in the bench's own process.
 	EngineProcesses int `json:"engineProcesses"`
@@ -137,15 +143,19 @@ type Report struct {
 // WriteTable prints the report as a table.
 func (r Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\ttarget\tengines\tgroup\tclients\tparked\tprocesses/s\tcommands/s\tp50\tp99\ttx/process\traw commits/s\tcmd/raw\t")
+	fmt.Fprintln(tw, "workload\ttarget\tengines\tgroup\tclients\tparked\tprocesses/s\tcommands/s\tp50\tp99\ttx/process\traw commits/s\tcmd/raw\tcpu/process\t")
 	for _, x := range r.Results {
 		ratio := 0.0
 		if x.RawCommitsPS > 0 {
 			ratio = x.CommandsPS / x.RawCommitsPS
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.0f\t%.2f\t\n",
+		cpu := "-"
+		if x.CPUPerProcess > 0 {
+			cpu = round(x.CPUPerProcess)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.0f\t%.2f\t%s\t\n",
 			x.Workload, x.Target, x.Engines, x.GroupCommit, x.Concurrency, x.Parked, x.ProcessesPS, x.CommandsPS,
-			round(x.P50), round(x.P99), x.TxPerProcess, x.RawCommitsPS, ratio)
+			round(x.P50), round(x.P99), x.TxPerProcess, x.RawCommitsPS, ratio, cpu)
 	}
 	tw.Flush()
 	for _, x := range r.Results {
@@ -204,7 +214,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (Report, error) {
 	}
 	for _, w := range cfg.Workloads {
 		if _, ok := workloads[w]; !ok {
-			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, wait2, auto10, split10, job, task, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
+			return Report{}, fmt.Errorf("bench: unknown workload %q (want wait, wait2, auto10, split10, job, task, wait-task, split10-task, bpmn-wait, bpmn-auto10 or bpmn-split10)", w)
 		}
 	}
 	for _, n := range cfg.Clients {
@@ -425,14 +435,18 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 	}
 	var live liveCounters
 	stop := printProgress(progress, func() (int64, int64) { return live.processes.Load(), live.commands.Load() })
-	t := time.Now()
+	t, cpu0 := time.Now(), cpustat.Self()
 	lat, errs, _ := runClients(ctx, db.engines, w, cfg.Concurrency, cfg.Duration, &live)
 	res.Elapsed = time.Since(t)
+	cpu := cpustat.Self() - cpu0
 	stop()
 	if db.busy != nil && res.Elapsed > 0 {
 		res.WriterBusy = float64(db.busy()-busy0) / float64(res.Elapsed)
 	}
 	res.Processes, res.Commands, res.Errors = live.processes.Load(), live.commands.Load(), errs
+	if res.Processes > 0 {
+		res.CPUPerProcess = cpu / time.Duration(res.Processes)
+	}
 	res.summarize(lat)
 	if db.commits != nil && res.Processes > 0 {
 		res.TxPerProcess = float64(db.commits()-commits0) / float64(res.Processes)
@@ -577,6 +591,12 @@ var workloads = map[string]workload{
 	"split10": {name: "bench-split10", xml: split10XML, waits: 10},
 	"job":     {name: "bench-job", xml: jobXML, waits: 2, drive: driveJob},    // activate, complete
 	"task":    {name: "bench-task", xml: taskXML, waits: 2, drive: driveTask}, // claim, complete
+	// wait and split10 with a person's task on each waiting node, completed
+	// by the client as the BPMN workloads complete their user tasks (list
+	// the process's tasks, complete each): the Sarasvati side of
+	// bpmn-wait and bpmn-split10.
+	"wait-task":    {name: "bench-wait-task", xml: waitTaskXML, tasks: 1},
+	"split10-task": {name: "bench-split10-task", xml: split10TaskXML, tasks: 10},
 	// The same shapes in BPMN: a user task completed by the client, a chain
 	// of ten elements, a parallel split into ten user tasks and its join.
 	"bpmn-wait":    {name: "bench-bpmn-wait", xml: bpmnWaitXML, format: "bpmn", tasks: 1},
@@ -689,6 +709,17 @@ const waitXML = `<?xml version="1.0"?>
   <node name="end"/>
 </process-definition>
 `
+
+const waitTaskXML = `<?xml version="1.0"?>
+<process-definition name="bench-wait-task" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="start" isStart="true"><arc to="task"/></node>
+  <node name="task" type="wait"><arc to="end"/><custom><task/></custom></node>
+  <node name="end"/>
+</process-definition>
+`
+
+var split10TaskXML = strings.NewReplacer("bench-split10", "bench-split10-task",
+	`<arc to="join"/></node>`, `<arc to="join"/><custom><task/></custom></node>`).Replace(split10XML)
 
 var auto10XML = func() string {
 	var b strings.Builder

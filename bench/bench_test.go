@@ -71,13 +71,14 @@ func TestRun(t *testing.T) {
 }
 
 // TestBPMNWorkloads runs the BPMN workloads (the shapes of wait, auto10
-// and split10 in BPMN, their user tasks completed through the task API):
-// a list of the open tasks and one command per task after the start.
+// and split10 in BPMN, their user tasks completed through the task API)
+// and their Sarasvati counterparts with tasks: a list of the open tasks
+// and one command per task after the start; the CPU per process is given.
 func TestBPMNWorkloads(t *testing.T) {
 	var progress bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.Config{
 		Targets:     []string{"memory", "sqlite-normal"},
-		Workloads:   []string{"bpmn-wait", "bpmn-auto10", "bpmn-split10"},
+		Workloads:   []string{"bpmn-wait", "bpmn-auto10", "bpmn-split10", "wait-task", "split10-task"},
 		Concurrency: 4,
 		Duration:    300 * time.Millisecond,
 		GroupCommit: []bool{true},
@@ -85,14 +86,17 @@ func TestBPMNWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
-	if len(rep.Results) != 6 {
-		t.Fatalf("%d results, want 6", len(rep.Results))
+	if len(rep.Results) != 10 {
+		t.Fatalf("%d results, want 10", len(rep.Results))
 	}
-	want := map[string]float64{"bpmn-wait": 3, "bpmn-auto10": 1, "bpmn-split10": 12}
+	want := map[string]float64{"bpmn-wait": 3, "bpmn-auto10": 1, "bpmn-split10": 12, "wait-task": 3, "split10-task": 12}
 	for _, r := range rep.Results {
 		if r.Processes == 0 || r.Errors != 0 {
 			t.Errorf("%s on %s: %d processes, %d errors", r.Workload, r.Target, r.Processes, r.Errors)
 			continue
+		}
+		if r.CPUPerProcess <= 0 {
+			t.Errorf("%s on %s: no CPU time per process", r.Workload, r.Target)
 		}
 		if perProcess := float64(r.Commands) / float64(r.Processes); perProcess < want[r.Workload] || perProcess > want[r.Workload]+1 {
 			t.Errorf("%s on %s: %.2f commands per process", r.Workload, r.Target, perProcess)

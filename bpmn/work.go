@@ -1,11 +1,12 @@
 package bpmn
 
 import (
-	"fmt"
+	"bytes"
+	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
-	"github.com/dop251/goja"
 	"github.com/veena-wf/veena/expr"
 	"github.com/veena-wf/veena/format/bpmn"
 	"github.com/veena-wf/veena/kernel"
@@ -41,77 +42,109 @@ func date(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string) stri
 	return ""
 }
 
-// scriptTimeout bounds a JavaScript script task.
-const scriptTimeout = 2 * time.Second
-
-// runJavaScript runs a script task's JavaScript in goja: the variables are
-// readable as globals and through execution.getVariable(name); a script
-// sets variables with execution.setVariable(name, value); its last
-// value goes to the result variable, if the task names one. It has no I/O
-// and is interrupted after a time limit.
+// runJavaScript runs a script task's JavaScript in a fresh QuickJS realm
+// bounded as script nodes are (Kernel.ScriptMemory, Kernel.ScriptTimeout,
+// the command's time budget): the variables are readable as globals and
+// through execution.getVariable(name); a script sets variables with
+// execution.setVariable(name, value); its last value goes to the result
+// variable, if the task names one. Values cross as JSON (a date as its
+// ISO 8601 text). A script that fails or goes beyond a limit opens an
+// incident on its token.
 func runJavaScript(e *kernel.Engine, t *kernel.NodeToken, el *bpmn.Element) {
-	vm := goja.New()
 	v := vars{t: t}
+	all, globals := map[string]any{}, map[string]any{}
 	for _, name := range v.Names() {
+		x, _ := v.Get(name)
+		all[name] = expr.ToJSON(x)
 		if isJSName(name) {
-			x, _ := v.Get(name)
-			_ = vm.Set(name, expr.ToJSON(x))
+			globals[name] = all[name]
 		}
 	}
-	sets := map[string]any{}
-	var order []string
-	_ = vm.Set("execution", map[string]any{
-		"getVariable": func(name string) any {
-			if x, ok := sets[name]; ok {
-				return x
-			}
-			x, _ := v.Get(name)
-			return expr.ToJSON(x)
-		},
-		"setVariable": func(name string, value any) {
-			if _, seen := sets[name]; !seen {
-				order = append(order, name)
-			}
-			sets[name] = value
-		},
-	})
-	timer := time.AfterFunc(scriptTimeout, func() { vm.Interrupt(fmt.Sprintf("script ran longer than %s", scriptTimeout)) })
-	res, err := vm.RunString(el.Script)
-	timer.Stop()
-	if err != nil {
-		fail(e, t, CodeConditionFailed, "script: %v", err)
+	allJSON, err1 := json.Marshal(all)
+	globalsJSON, err2 := json.Marshal(globals)
+	src, err3 := json.Marshal(el.Script)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		fail(e, t, CodeConditionFailed, "script: the variables cannot be given to JavaScript: %v", err)
 	}
-	for _, name := range order {
-		setVar(e, t, name, expr.Normalize(exportJS(sets[name])))
+	out, err := e.EvalJavaScript(
+		`var __vars = JSON.parse(`+jsString(allJSON)+`);
+Object.assign(globalThis, JSON.parse(`+jsString(globalsJSON)+`));
+var __sets = Object.create(null), __order = [];
+var execution = Object.freeze({
+  getVariable: function (n) {
+    n = String(n);
+    if (Object.prototype.hasOwnProperty.call(__sets, n)) return __sets[n];
+    return Object.prototype.hasOwnProperty.call(__vars, n) ? __vars[n] : null;
+  },
+  setVariable: function (n, v) {
+    n = String(n);
+    if (!Object.prototype.hasOwnProperty.call(__sets, n)) __order.push(n);
+    __sets[n] = v;
+  }
+});`,
+		`var __result = (0, eval)(`+string(src)+`);`,
+		`JSON.stringify({order: __order, sets: __sets, result: __result === undefined ? null : __result})`)
+	if err != nil {
+		fail(e, t, CodeConditionFailed, "%v", err)
+	}
+	text, _ := out.(string)
+	var got struct {
+		Order  []string
+		Sets   map[string]json.RawMessage
+		Result json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(text), &got); err != nil {
+		fail(e, t, CodeConditionFailed, "script: its variables cannot be read back: %v", err)
+	}
+	for _, name := range got.Order {
+		setVar(e, t, name, expr.Normalize(fromJS(got.Sets[name])))
 	}
 	if el.ResultVariable != "" {
-		setVar(e, t, el.ResultVariable, expr.Normalize(exportJS(res.Export())))
+		setVar(e, t, el.ResultVariable, expr.Normalize(fromJS(got.Result)))
 	}
 }
 
-func exportJS(x any) any {
+// jsString is JSON text as a JavaScript string literal (JSON.parse reads
+// it back).
+func jsString(b []byte) string {
+	s, _ := json.Marshal(string(b))
+	return string(s)
+}
+
+// fromJS decodes a value a script gave: a whole number is an int64 (as
+// JavaScript does not tell them apart), other numbers float64.
+func fromJS(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var x any
+	if err := d.Decode(&x); err != nil {
+		return nil
+	}
+	return numbers(x)
+}
+
+func numbers(x any) any {
 	switch v := x.(type) {
-	case goja.Value:
-		return exportJS(v.Export())
-	case int:
-		return int64(v)
-	case float64:
-		if v == float64(int64(v)) {
-			return int64(v)
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return n
 		}
-		return v
+		f, _ := v.Float64()
+		if f == float64(int64(f)) && f >= -1<<63 && f < 1<<63 {
+			return int64(f)
+		}
+		return f
 	case []any:
-		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = exportJS(e)
+			v[i] = numbers(e)
 		}
-		return out
 	case map[string]any:
-		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = exportJS(e)
+			v[k] = numbers(e)
 		}
-		return out
 	}
 	return x
 }

@@ -300,8 +300,7 @@ func (b *backtracker) backtrackToken(t *NodeToken) *NodeToken {
 	bt := t
 	switch {
 	case !t.Complete:
-		e.removeActive(t)
-		e.markComplete(t, false)
+		e.endToken(t, false)
 		e.fire(p, NodeTokenCompleted, t, nil, nil, 0)
 		b.markNodeBacktracked(t)
 	case !t.ExecType.IsBacktracked():

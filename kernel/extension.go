@@ -79,6 +79,7 @@ func (e *Engine) Deliver(p *Process, m *Message) {
 	if e.depth == 0 {
 		e.Fail(refuse(ErrInvalidArgument, "Deliver is for use inside a command"))
 	}
+	e.enter(p)
 	e.receive(p, m)
 }
 

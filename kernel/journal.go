@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -14,6 +15,17 @@ import (
 // restores the lengths of its token, event and token-set lists. On success
 // the journal is forgotten; the happy path pays one comparison per change
 // and one copy per object a command changes.
+//
+// Processes are saved when the command comes to them rather than at each
+// change, for the token game changes its process at every step: a command
+// saves the process it runs on and that process's ancestors (enter), and
+// so does every call into the kernel's API within the command, and every
+// move of the kernel onto another process of the tree (cancelling a
+// nested one, starting one, delivering to one). A nested process that
+// ends completes its parent token in a process saved already, its parent.
+// The token game's own steps then only assert that their process is
+// saved (saved, checked in builds with the veenajournal tag: go test
+// -tags veenajournal ./...).
 //
 // Node types and listeners that change tokens through the kernel's methods
 // (Complete, SetAttr, Env writes, FullEnv …) are undone with the rest;
@@ -37,32 +49,34 @@ type journal struct {
 
 // procSave is what a command may change of a process: its scalars, the
 // lengths of its lists (what a command adds is dropped by cutting them
-// back), and copies of the derived lists it changes in place. It holds few
-// pointers: saving costs little even while the collector runs.
+// back), and copies of the derived lists it changes in place (in the
+// journal's buffers, from the offsets noted here). It holds few pointers:
+// saving costs little even while the collector runs.
 type procSave struct {
 	p          *Process
 	env        *Env
 	asyncQueue []*ArcToken
-	waitingArr []waitList // the array p.waiting had (nil if none)
-	waiting    []waitList // its contents
-	readyArr   []int
-	ready      []int
-	queue      []*ArcToken // the waiting part of the queue (nil if empty)
-	updatedAt  time.Time
-	seq        int64
-	eventSeq   int64
-	nNested    int
-	nNodes     int
-	nArcs      int
-	nSets      int
-	nEvents    int
-	nNames     int
-	nEffects   int
+	waitingArr []waitList // the array p.waiting had (nil if none), its contents at waitBuf[waitAt:]
+	readyArr   []int      // the array p.readyArcs had, its contents at readyBuf[readyAt:]
 	listeners  []ListenerRef
 	context    map[string]string
 	ext        Extension // formats change it after SaveProcess (Engine.SaveProcess)
 	extData    []byte
-	active     [2]int // activeNodes, activeArcs
+	updatedAt  time.Time
+	seq        int64
+	eventSeq   int64
+	nNested    int32
+	nNodes     int32
+	nArcs      int32
+	nSets      int32
+	nEvents    int32
+	nNames     int32
+	nEffects   int32
+	active     [2]int32 // activeNodes, activeArcs
+	waitAt     int32
+	readyAt    int32
+	queueAt    int32 // the waiting part of the queue is at queueBuf[queueAt:queueAt+nQueue]
+	nQueue     int32
 	state      State
 	dirty      bool
 	inLoop     bool
@@ -116,39 +130,45 @@ func (j *journal) end() { j.epoch = 0 }
 
 func (j *journal) saveProc(p *Process) {
 	p.epoch = j.epoch
-	j.procs = append(j.procs, procSave{})
+	j.procs = extend(j.procs)
 	s := &j.procs[len(j.procs)-1]
-	*s = procSave{p: p, env: p.Env, asyncQueue: p.asyncQueue, updatedAt: p.UpdatedAt, seq: p.Seq, eventSeq: p.EventSeq,
-		nNested: len(p.Nested), nNodes: len(p.NodeTokens), nArcs: len(p.ArcTokens), nSets: len(p.TokenSets),
-		nEvents: len(p.Events), nNames: len(p.eventNames), nEffects: len(p.Effects),
-		listeners: p.Listeners, context: p.Context, ext: p.Ext, extData: p.ExtData, active: [2]int{p.activeNodes, p.activeArcs},
-		state: p.State, dirty: p.Dirty, inLoop: p.inLoop}
+	// Every field of s is assigned: it may hold an older command's save.
+	s.p, s.env, s.asyncQueue = p, p.Env, p.asyncQueue
+	s.listeners, s.context, s.ext, s.extData = p.Listeners, p.Context, p.Ext, p.ExtData
+	s.updatedAt, s.seq, s.eventSeq = p.UpdatedAt, p.Seq, p.EventSeq
+	s.nNested, s.nNodes, s.nArcs, s.nSets = int32(len(p.Nested)), int32(len(p.NodeTokens)), int32(len(p.ArcTokens)), int32(len(p.TokenSets))
+	s.nEvents, s.nNames, s.nEffects = int32(len(p.Events)), int32(len(p.eventNames)), int32(len(p.Effects))
+	s.active = [2]int32{int32(p.activeNodes), int32(p.activeArcs)}
+	s.state, s.dirty, s.inLoop = p.State, p.Dirty, p.inLoop
+	s.waitingArr, s.readyArr, s.waitAt, s.readyAt = p.waiting, p.readyArcs, int32(len(j.waitBuf)), int32(len(j.readyBuf))
 	if p.waiting != nil {
-		n := len(j.waitBuf)
 		j.waitBuf = append(j.waitBuf, p.waiting...)
-		s.waitingArr, s.waiting = p.waiting, j.waitBuf[n:len(j.waitBuf):len(j.waitBuf)]
-		m := len(j.readyBuf)
 		j.readyBuf = append(j.readyBuf, p.readyArcs...)
-		s.readyArr, s.ready = p.readyArcs, j.readyBuf[m:len(j.readyBuf):len(j.readyBuf)]
 	}
-	if q := p.queue[p.queueHead:]; len(q) > 0 {
-		n := len(j.queueBuf)
+	q := p.queue[p.queueHead:]
+	s.queueAt, s.nQueue = int32(len(j.queueBuf)), int32(len(q))
+	if len(q) > 0 {
 		j.queueBuf = append(j.queueBuf, q...)
-		s.queue = j.queueBuf[n:len(j.queueBuf):len(j.queueBuf)]
 	}
 }
 
 func (j *journal) saveNode(t *NodeToken) {
 	t.epoch = j.epoch
-	j.nodes = append(j.nodes, nodeSave{t: t, children: t.Children, parents: t.Parents, env: t.Env,
-		completedAt: t.CompletedAt, delayUntil: t.DelayUntil, completeSeq: t.CompleteSeq, delayCount: t.DelayCount, work: t.Work, notes: t.Notes,
-		guard: t.GuardAction, exec: t.ExecType, complete: t.Complete, active: t.active})
+	j.nodes = extend(j.nodes)
+	s := &j.nodes[len(j.nodes)-1]
+	// Every field of s is assigned: it may hold an older command's save.
+	s.t, s.children, s.parents, s.env, s.notes = t, t.Children, t.Parents, t.Env, t.Notes
+	s.completedAt, s.delayUntil, s.completeSeq, s.delayCount, s.work = t.CompletedAt, t.DelayUntil, t.CompleteSeq, t.DelayCount, t.Work
+	s.guard, s.exec, s.complete, s.active = t.GuardAction, t.ExecType, t.Complete, t.active
 }
 
 func (j *journal) saveArc(a *ArcToken) {
 	a.epoch = j.epoch
-	j.arcs = append(j.arcs, arcSave{a: a, child: a.Child, nextWaiting: a.nextWaiting, completedAt: a.CompletedAt,
-		exec: a.ExecType, pending: a.Pending, complete: a.Complete, active: a.active})
+	j.arcs = extend(j.arcs)
+	s := &j.arcs[len(j.arcs)-1]
+	// Every field of s is assigned: it may hold an older command's save.
+	s.a, s.child, s.nextWaiting, s.completedAt = a, a.Child, a.nextWaiting, a.CompletedAt
+	s.exec, s.pending, s.complete, s.active = a.ExecType, a.Pending, a.Complete, a.active
 }
 
 // saveEnv saves an environment's handle; its attributes are marked shared
@@ -189,32 +209,58 @@ func (j *journal) rollback() {
 		p.Events, p.eventNames = p.Events[:s.nEvents], p.eventNames[:s.nNames]
 		p.Effects = p.Effects[:s.nEffects]
 		p.Listeners, p.Context, p.Ext, p.ExtData = s.listeners, s.context, s.ext, s.extData
-		p.activeNodes, p.activeArcs = s.active[0], s.active[1]
+		p.activeNodes, p.activeArcs = int(s.active[0]), int(s.active[1])
 		p.State, p.Dirty, p.inLoop = s.state, s.dirty, s.inLoop
 		p.waiting, p.readyArcs = s.waitingArr, s.readyArr
-		copy(p.waiting, s.waiting)
-		copy(p.readyArcs, s.ready)
-		p.queue, p.queueHead = append(p.queue[:0], s.queue...), 0
+		copy(p.waiting, j.waitBuf[s.waitAt:])
+		copy(p.readyArcs, j.readyBuf[s.readyAt:])
+		p.queue, p.queueHead = append(p.queue[:0], j.queueBuf[s.queueAt:s.queueAt+s.nQueue]...), 0
 	}
 }
 
 // The change hooks: each saves the object before the command first
-// changes it.
+// changes it. Outside a command (epoch 0) they may save an object into the
+// idle journal, which the next command's begin forgets: harmless, and one
+// comparison cheaper than asking whether a command runs.
 
 func (e *Engine) mutP(p *Process) {
-	if e.j.epoch != 0 && p.epoch != e.j.epoch {
+	if p.epoch != e.j.epoch {
 		e.j.saveProc(p)
 	}
 }
 
+// enter saves p and its ancestors: the command has come to p's process.
+func (e *Engine) enter(p *Process) {
+	for ; p != nil; p = p.Parent {
+		e.mutP(p)
+	}
+}
+
+// saved asserts that p is saved in the running command's journal (or was
+// created by the command), in builds with the veenajournal tag; elsewhere
+// it costs nothing.
+func (e *Engine) saved(p *Process) {
+	if checkJournal && e.j.epoch != 0 && p.epoch != e.j.epoch {
+		panic(fmt.Sprintf("kernel: process %s changed by a command that did not save it first", p.ID))
+	}
+}
+
+// savedN asserts that node token t is saved (or new), as saved does for
+// processes.
+func (e *Engine) savedN(t *NodeToken) {
+	if checkJournal && e.j.epoch != 0 && t.epoch != e.j.epoch {
+		panic(fmt.Sprintf("kernel: node token %s changed by a command that did not save it first", t.Label()))
+	}
+}
+
 func (e *Engine) mutN(t *NodeToken) {
-	if e.j.epoch != 0 && t.epoch != e.j.epoch {
+	if t.epoch != e.j.epoch {
 		e.j.saveNode(t)
 	}
 }
 
 func (e *Engine) mutA(a *ArcToken) {
-	if e.j.epoch != 0 && a.epoch != e.j.epoch {
+	if a.epoch != e.j.epoch {
 		e.j.saveArc(a)
 	}
 }

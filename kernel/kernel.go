@@ -30,13 +30,13 @@ type Kernel struct {
 	stringFuncs map[string]StringFunc
 	global      []listenerEntry
 	perGraph    map[string][]listenerEntry
+	listened    bool // some global or definition listener is subscribed
 	named       map[string]Listener
 	receivers   map[string]Receiver
 	settlers    []Settler
 	runners     map[string]ProcessRunner
 	prepMu      sync.Mutex
-	limitsOnce  sync.Once
-	effective   Limits
+	effective   atomic.Pointer[Limits] // Limits with defaults, fixed at first use
 
 	// Definitions returns the latest version of a definition; nested nodes
 	// use it. Nil means nested processes cannot start.
@@ -120,22 +120,35 @@ func (k *Kernel) Listener(name string) (Listener, bool) {
 // every process. Adding the same name again adds the types to its mask.
 func (k *Kernel) AddGlobalListener(name string, l Listener, types ...EventType) {
 	k.global = addListener(k.global, name, l, MaskOf(types...))
+	k.listenersChanged()
 }
 
 // RemoveGlobalListener unsubscribes the named listener from the types (none
 // means all); it goes away when no type is left.
 func (k *Kernel) RemoveGlobalListener(name string, types ...EventType) {
 	k.global = removeListener(k.global, name, types)
+	k.listenersChanged()
 }
 
 // AddDefinitionListener subscribes l to events of processes of the named definition.
 func (k *Kernel) AddDefinitionListener(definition, name string, l Listener, types ...EventType) {
 	k.perGraph[definition] = addListener(k.perGraph[definition], name, l, MaskOf(types...))
+	k.listenersChanged()
 }
 
 // RemoveDefinitionListener unsubscribes a definition-level listener.
 func (k *Kernel) RemoveDefinitionListener(definition, name string, types ...EventType) {
 	k.perGraph[definition] = removeListener(k.perGraph[definition], name, types)
+	k.listenersChanged()
+}
+
+// listenersChanged notes whether any global or definition listener is
+// left, so that events of a kernel without them skip looking for them.
+func (k *Kernel) listenersChanged() {
+	k.listened = len(k.global) > 0
+	for _, ls := range k.perGraph {
+		k.listened = k.listened || len(ls) > 0
+	}
 }
 
 func addListener(ls []listenerEntry, name string, l Listener, mask EventMask) []listenerEntry {
@@ -228,12 +241,16 @@ type abort struct{ err error }
 type Engine struct {
 	k     *Kernel
 	now   time.Time
+	at    int64 // now in Unix nanoseconds, as events hold it
 	depth int
-	j     journal // the undo journal of the running command
+	j     journal  // the undo journal of the running command
+	root  *Process // the root of the tree it runs on (nil: a new tree)
 
-	tokens int                     // node and arc tokens the running command created
-	stop   atomic.Pointer[error]   // set by Interrupt
-	script atomic.Pointer[running] // the script the command runs, if any
+	tokens    int                     // node and arc tokens the running command created
+	nextCheck int                     // the count of tokens at which created looks at the budgets next
+	budgetOf  *Process                // the process whose size nextCheck allows for
+	stop      atomic.Pointer[error]   // set by Interrupt
+	script    atomic.Pointer[running] // the script the command runs, if any
 
 	backtracking bool // undoing tokens: completions are not dead ends
 
@@ -241,7 +258,9 @@ type Engine struct {
 }
 
 // Engine returns an engine for commands at time now.
-func (k *Kernel) Engine(now time.Time) *Engine { return &Engine{k: k, now: now.UTC()} }
+func (k *Kernel) Engine(now time.Time) *Engine {
+	return &Engine{k: k, now: now.UTC(), at: now.UnixNano()}
+}
 
 // Now is the command's time.
 func (e *Engine) Now() time.Time { return e.now }
@@ -259,49 +278,54 @@ func (e *Engine) Fail(err error) {
 // outermost call, which undoes everything the command changed.
 func (e *Engine) run(p *Process, fn func()) (err error) {
 	if e.depth > 0 {
+		e.enter(p)
 		e.depth++
 		defer func() { e.depth-- }()
 		fn()
 		return nil
 	}
 	e.depth = 1
-	e.tokens = 0
+	e.startBudget()
 	e.j.begin()
-	var root *Process
 	if p != nil {
-		root = p.Root()
-		root.journal = &e.j
+		e.root = p.Root()
+		e.root.journal = &e.j
+		e.enter(p)
 	}
-	defer func() {
-		e.depth = 0
-		r := recover()
-		if r == nil {
-			if s := e.stop.Load(); s != nil {
-				// Interrupted after its last step: the command still fails.
-				e.j.rollback()
-				r = abort{*s}
-			}
-		}
-		if r != nil {
-			e.j.rollback()
-		}
-		if root != nil {
-			root.journal = nil
-		}
-		e.j.end()
-		if r != nil {
-			a, ok := r.(abort)
-			if !ok {
-				panic(r)
-			}
-			err = a.err
-		}
-	}()
+	defer e.finish(&err)
 	if s := e.stop.Load(); s != nil {
 		e.Fail(*s)
 	}
 	fn()
 	return nil
+}
+
+// finish ends the running command (deferred by run): a command that failed,
+// or was interrupted, even after its last step, gives back everything it
+// changed and returns its error.
+func (e *Engine) finish(err *error) {
+	r := recover()
+	e.depth = 0
+	if r == nil {
+		if s := e.stop.Load(); s != nil {
+			r = abort{*s}
+		}
+	}
+	if r != nil {
+		e.j.rollback()
+	}
+	if e.root != nil {
+		e.root.journal = nil
+		e.root = nil
+	}
+	e.j.end()
+	if r != nil {
+		a, ok := r.(abort)
+		if !ok {
+			panic(r)
+		}
+		*err = a.err
+	}
 }
 
 // Start creates a process of g with a copy of env and starts it. It fails
@@ -365,7 +389,7 @@ func (e *Engine) startProcess(p *Process) {
 }
 
 func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
-	e.mutP(p)
+	e.saved(p)
 	p.State = Executing
 	e.fire(p, ProcessStarted, nil, nil, nil, 0)
 	was := p.inLoop
@@ -384,20 +408,12 @@ func (e *Engine) startProcessAt(p *Process, starts []*graph.Node) {
 // parent node tokens, in order (last wins); its memberships from the
 // parents' memberships, except in the terminating sets.
 func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x ExecutionType, terminating []*TokenSet) *NodeToken {
-	e.mutP(p)
+	e.saved(p)
 	e.created(p)
 	p.Seq++
-	t := p.allocNodeToken()
-	*t = NodeToken{
-		ID:        len(p.NodeTokens),
-		Seq:       p.Seq,
-		Process:   p,
-		Node:      n,
-		Parents:   parents,
-		ExecType:  x,
-		CreatedAt: e.now,
-		epoch:     e.j.epoch,
-	}
+	t := p.allocNodeToken() // zero: only the fields a new token has are set
+	t.ID, t.Seq, t.Process, t.Node, t.Parents = len(p.NodeTokens), p.Seq, p, n, parents
+	t.ExecType, t.CreatedAt, t.epoch = x, e.now, e.j.epoch
 	t.Env = inheritEnv(parents).adopt(p, e.j.epoch)
 	for _, a := range parents {
 		t.Sets = appendMemberships(t.Sets, a, terminating)
@@ -465,22 +481,13 @@ func hasSet(ms []Membership, s *TokenSet) bool {
 }
 
 func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x ExecutionType, sets []Membership) *ArcToken {
-	e.mutP(p)
+	e.saved(p)
 	e.mutN(parent)
 	e.created(p)
 	p.Seq++
-	a := p.allocArcToken()
-	*a = ArcToken{
-		ID:        len(p.ArcTokens),
-		Seq:       p.Seq,
-		Process:   p,
-		Arc:       arc,
-		Parent:    parent,
-		Pending:   true,
-		ExecType:  x,
-		CreatedAt: e.now,
-		epoch:     e.j.epoch,
-	}
+	a := p.allocArcToken() // zero: only the fields a new token has are set
+	a.ID, a.Seq, a.Process, a.Arc, a.Parent = len(p.ArcTokens), p.Seq, p, arc, parent
+	a.Pending, a.ExecType, a.CreatedAt, a.epoch = true, x, e.now, e.j.epoch
 	if len(sets) > 0 {
 		a.Sets = append([]Membership(nil), sets...)
 	}
@@ -553,7 +560,7 @@ func (e *Engine) ExecuteNode(t *NodeToken) error {
 // cancelled.
 func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	p := t.Process
-	e.mutP(p)
+	e.saved(p)
 	e.mutN(t)
 	p.Seq++
 	t.Complete = true
@@ -565,10 +572,23 @@ func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	}
 }
 
+// endToken takes an active node token off the active list and marks it
+// complete (markComplete).
+func (e *Engine) endToken(t *NodeToken, forward bool) {
+	e.mutN(t)
+	if t.active {
+		e.saved(t.Process)
+		t.active = false
+		t.Process.activeNodes--
+	}
+	e.markComplete(t, forward)
+}
+
+// addActive makes t active; the caller saved t (executeNode).
 func (e *Engine) addActive(t *NodeToken) {
+	e.savedN(t)
 	if !t.active {
-		e.mutP(t.Process)
-		e.mutN(t)
+		e.saved(t.Process)
 		t.active = true
 		t.Process.activeNodes++
 	}
@@ -576,7 +596,7 @@ func (e *Engine) addActive(t *NodeToken) {
 
 func (e *Engine) removeActive(t *NodeToken) {
 	if t.active {
-		e.mutP(t.Process)
+		e.saved(t.Process)
 		e.mutN(t)
 		t.active = false
 		t.Process.activeNodes--
@@ -585,7 +605,7 @@ func (e *Engine) removeActive(t *NodeToken) {
 
 // enqueue adds an arc token to its process's execution queue.
 func (e *Engine) enqueue(p *Process, a *ArcToken) {
-	e.mutP(p)
+	e.saved(p)
 	p.enqueue(a)
 }
 
@@ -663,10 +683,9 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 			exits++
 		}
 	}
-	e.removeActive(t)
-	e.markComplete(t, exits > 0)
+	e.endToken(t, exits > 0)
 	e.fire(p, NodeTokenCompleted, t, nil, names, exits)
-	e.mutN(t)
+	e.savedN(t) // by endToken
 	switch {
 	case t.Children != nil:
 	case exits == 1:
@@ -681,7 +700,7 @@ func (e *Engine) complete(t *NodeToken, names []string, async bool) {
 		a := e.newArcToken(p, arc, t, Forward, t.Sets)
 		e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 		if async && p.inLoop {
-			e.mutP(p)
+			e.saved(p)
 			p.asyncQueue = append(p.asyncQueue, a)
 		} else {
 			e.enqueue(p, a)
@@ -704,7 +723,7 @@ func (e *Engine) ExecuteQueuedArcTokens(p *Process) error {
 }
 
 func (e *Engine) executeQueuedArcTokens(p *Process) {
-	e.mutP(p)
+	e.saved(p)
 	was := p.inLoop
 	p.inLoop = true
 	for {
@@ -718,7 +737,7 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 	p.inLoop = was
 	e.checkCompletion(p)
 	if len(p.asyncQueue) > 0 {
-		e.mutP(p)
+		e.saved(p)
 		for _, a := range p.asyncQueue {
 			p.enqueue(a)
 		}
@@ -853,7 +872,7 @@ func (e *Engine) addActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
-	e.mutP(p)
+	e.saved(p)
 	e.mutA(a)
 	a.active = true
 	p.activeArcs++
@@ -887,7 +906,7 @@ func (e *Engine) removeActiveArc(a *ArcToken) {
 		return
 	}
 	p := a.Process
-	e.mutP(p)
+	e.saved(p)
 	e.mutA(a)
 	a.active = false
 	p.activeArcs--
@@ -946,7 +965,7 @@ func (p *Process) firstWaiting(arc *graph.Arc) *ArcToken {
 
 func (e *Engine) checkCompletion(p *Process) {
 	if p.State == Executing && p.activeNodes == 0 && p.activeArcs == 0 && p.queued() == 0 && len(p.asyncQueue) == 0 && !e.keptOpen(p) {
-		e.mutP(p)
+		e.saved(p)
 		p.State = PendingCompletion
 		p.Dirty = true
 		if e.fire(p, ProcessPendingComplete, nil, nil, nil, 0)&DelayFinalizeComplete == 0 {
@@ -967,7 +986,7 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 
 func (e *Engine) finalizeComplete(p *Process) {
 	e.endChildren(p)
-	e.mutP(p)
+	e.saved(p)
 	p.State = Completed
 	p.Dirty = true
 	e.fire(p, ProcessCompleted, nil, nil, nil, 0)
@@ -1103,8 +1122,7 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 		p := t.Process
 		names := []string{arcName}
 		exits := t.Node.OutArcsNamed(arcName)
-		e.removeActive(t)
-		e.markComplete(t, len(exits) > 0)
+		e.endToken(t, len(exits) > 0)
 		e.fire(p, NodeTokenCompleted, t, nil, names, len(exits))
 		if len(exits) > 0 {
 			level := 0
@@ -1119,7 +1137,7 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 			for name, vals := range memberEnv {
 				set.MemberEnv().setList(name, vals)
 			}
-			e.mutP(p)
+			e.saved(p)
 			p.TokenSets = append(p.TokenSets, set)
 			for member := 0; member < count; member++ {
 				for _, arc := range exits {
@@ -1128,7 +1146,7 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 					a.Sets = sets
 					e.fire(p, ArcTokenCreated, nil, a, nil, 0)
 					if async && p.inLoop {
-						e.mutP(p)
+						e.saved(p)
 						p.asyncQueue = append(p.asyncQueue, a)
 					} else {
 						e.enqueue(p, a)
@@ -1146,15 +1164,18 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 // fire records an event and tells the listeners (see notify). It returns
 // the OR of their actions.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
-	e.mutP(p)
-	if p.Events == nil {
-		p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
-	}
+	e.saved(p)
 	if len(p.Events) == 0 {
+		if p.Events == nil {
+			p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
+		}
 		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
 	p.EventSeq++
-	ev := Event{Seq: p.EventSeq, Type: typ, Process: p, ExitArcs: int32(exits), at: e.now.UnixNano()}
+	p.Events = extend(p.Events)
+	ev := &p.Events[len(p.Events)-1]
+	ev.Seq, ev.Process, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, p, typ, int32(exits), e.at
+	ev.node, ev.arc, ev.names = 0, 0, 0
 	if t != nil {
 		ev.node = int32(t.ID + 1)
 	}
@@ -1172,21 +1193,16 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		p.eventNames = append(p.eventNames, names)
 		ev.names = int32(len(p.eventNames))
 	}
-	p.Events = append(p.Events, ev)
 	p.UpdatedAt = e.now
 	p.Dirty = true
-	var actions EventActions
-	var perGraph []listenerEntry
-	if len(e.k.perGraph) > 0 {
-		perGraph = e.k.perGraph[p.Graph.Name]
-	}
-	if len(perGraph) > 0 || len(p.Listeners) > 0 || len(e.k.global) > 0 {
+	if e.k.listened || len(p.Listeners) > 0 {
 		ev := p.Events[len(p.Events)-1] // a copy: listeners may fire more events
-		actions = e.notify(p, &ev, perGraph)
-	} else if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
+		return e.notify(p, &ev, e.k.perGraph[p.Graph.Name])
+	}
+	if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
 		e.retryTokenSetDeadEnd(t)
 	}
-	return actions
+	return 0
 }
 
 // notify tells the listeners of an event: those of the definition, those of

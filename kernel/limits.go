@@ -87,27 +87,62 @@ func (e *Engine) Interrupt(err error) {
 	}
 }
 
-// limits returns the kernel's effective limits.
+// limits returns the kernel's effective limits, fixed at their first use.
 func (k *Kernel) limits() *Limits {
-	k.limitsOnce.Do(func() { k.effective = k.Limits.Effective() })
-	return &k.effective
+	if l := k.effective.Load(); l != nil {
+		return l
+	}
+	l := k.Limits.Effective()
+	k.effective.CompareAndSwap(nil, &l)
+	return k.effective.Load()
 }
 
-// created counts a token the command creates and stops the command when a
-// budget or the process's size is exceeded.
+// budgetCheckEvery is how many tokens a command creates between two looks
+// at Interrupt: often enough that an interrupted command stops at once,
+// seldom enough that the look costs nothing.
+const budgetCheckEvery = 64
+
+// startBudget readies the budgets of a command that begins.
+func (e *Engine) startBudget() {
+	e.tokens, e.nextCheck, e.budgetOf = 0, 0, nil
+}
+
+// created counts a token the command is about to create in p. It looks at
+// the budgets (checkBudgets) when the count reaches nextCheck, which is
+// never later than the first count at which one could be exceeded, and
+// when the token is created in another process than the last one.
 func (e *Engine) created(p *Process) {
+	e.tokens++
+	if e.tokens >= e.nextCheck || p != e.budgetOf {
+		e.checkBudgets(p)
+	}
+}
+
+// checkBudgets fails the command if it was interrupted, created more tokens
+// than its budget, or p is at its size limit; otherwise it sets the count
+// of tokens at which created looks again: after budgetCheckEvery more, or
+// sooner if the command's budget or p's size limit would be reached before.
+func (e *Engine) checkBudgets(p *Process) {
 	if s := e.stop.Load(); s != nil {
 		e.Fail(*s)
 	}
 	l := e.k.limits()
-	e.tokens++
 	if l.CommandTokens > 0 && e.tokens > l.CommandTokens {
 		e.Fail(refuse(ErrBudgetExceeded, "the command created more than %d node and arc tokens (Limits.CommandTokens) without every token reaching a wait state; "+
 			"does the definition have a cycle of nodes that never wait?", l.CommandTokens))
 	}
-	if l.ProcessTokens > 0 && len(p.NodeTokens)+len(p.ArcTokens) >= l.ProcessTokens {
+	size := len(p.NodeTokens) + len(p.ArcTokens)
+	if l.ProcessTokens > 0 && size >= l.ProcessTokens {
 		e.Fail(refuse(ErrLimitExceeded, "process %s would hold more than %d node and arc tokens (Limits.ProcessTokens)", p.ID, l.ProcessTokens))
 	}
+	next := e.tokens + budgetCheckEvery
+	if l.CommandTokens > 0 {
+		next = min(next, l.CommandTokens+1)
+	}
+	if l.ProcessTokens > 0 {
+		next = min(next, e.tokens+l.ProcessTokens-size) // p's size reaches the limit there
+	}
+	e.nextCheck, e.budgetOf = next, p
 }
 
 // checkTokenSet refuses a token set larger than the limit.

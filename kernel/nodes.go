@@ -126,12 +126,18 @@ func (rt *nodeRuntime) guard(e *Engine, t *NodeToken) (GuardResult, error) {
 	return e.evalGuard(rt.program, t)
 }
 
+// runtime returns the prepared behaviour of a node.
 func (e *Engine) runtime(n *graph.Node) *nodeRuntime {
-	rt, ok := n.Runtime.(*nodeRuntime)
-	if !ok {
-		e.Fail(refuse(ErrDefinitionNotPrepared, "node %s is not prepared", n.QualifiedName()))
+	if rt, ok := n.Runtime.(*nodeRuntime); ok {
+		return rt
 	}
-	return rt
+	e.unprepared(n)
+	return nil
+}
+
+// unprepared fails the command on a node of a graph never prepared.
+func (e *Engine) unprepared(n *graph.Node) {
+	e.Fail(refuse(ErrDefinitionNotPrepared, "node %s is not prepared", n.QualifiedName()))
 }
 
 // Prepare checks a graph against the kernel and compiles what its nodes

@@ -270,10 +270,22 @@ func (p *Process) dequeue() *ArcToken {
 	return a
 }
 
+// extend returns list one element longer, for the caller to assign every
+// field of the new last element: reusing an array's spare room without
+// zeroing it first keeps the journal's saves and the event log cheap.
+func extend[T any](list []T) []T {
+	if len(list) < cap(list) {
+		return list[:len(list)+1]
+	}
+	var zero T
+	return append(list, zero)
+}
+
 // queued is the number of arc tokens waiting in the execution queue.
 func (p *Process) queued() int { return len(p.queue) - p.queueHead }
 
-// allocNodeToken hands out the next node token of the current slab.
+// allocNodeToken hands out the next node token of the current slab, zero
+// (slabs are never reused).
 func (p *Process) allocNodeToken() *NodeToken {
 	if len(p.nodeSlab) == 0 {
 		n := cap(p.NodeTokens) - len(p.NodeTokens) // the tokens expected from the graph's last start
@@ -287,7 +299,7 @@ func (p *Process) allocNodeToken() *NodeToken {
 	return t
 }
 
-// allocArcToken hands out the next arc token of the current slab.
+// allocArcToken hands out the next arc token of the current slab, zero.
 func (p *Process) allocArcToken() *ArcToken {
 	if len(p.arcSlab) == 0 {
 		n := cap(p.ArcTokens) - len(p.ArcTokens)

@@ -82,6 +82,19 @@ func newScriptNode(n *graph.Node) (NodeType, error) {
 	return &scriptNode{bytecode: bc}, nil
 }
 
+// scriptFailure says why a script that took took failed: its time limit,
+// its memory limit, or an error of its own.
+func scriptFailure(err error, took, timeout time.Duration, mem int64) error {
+	switch {
+	case took >= timeout:
+		return fmt.Errorf("script ran longer than %s (Kernel.ScriptTimeout)", timeout)
+	case strings.Contains(err.Error(), "out of memory") || strings.Contains(err.Error(), "string too long") || strings.Contains(err.Error(), "invalid array length"):
+		return fmt.Errorf("script used more memory than its limit of %d MiB (Kernel.ScriptMemory): %s", mem>>20, scriptError(err))
+	default:
+		return fmt.Errorf("script failed: %s", scriptError(err))
+	}
+}
+
 // scriptError renders a JavaScript error as "Name: message (at line)".
 func scriptError(err error) string {
 	var je *quickjs.Error
@@ -153,12 +166,8 @@ func (s *scriptNode) Execute(e *Engine, t *NodeToken) error {
 	case err == nil:
 	case e.stop.Load() != nil:
 		return *e.stop.Load()
-	case took >= timeout:
-		return fmt.Errorf("script ran longer than %s (Kernel.ScriptTimeout)", timeout)
-	case strings.Contains(err.Error(), "out of memory") || strings.Contains(err.Error(), "string too long") || strings.Contains(err.Error(), "invalid array length"):
-		return fmt.Errorf("script used more memory than its limit of %d MiB (Kernel.ScriptMemory): %s", mem>>20, scriptError(err))
 	default:
-		return fmt.Errorf("script failed: %s", scriptError(err))
+		return scriptFailure(err, took, timeout, mem)
 	}
 	if !t.Complete {
 		return e.Complete(t)

@@ -106,7 +106,7 @@ the clients; --in-process runs them all in this process instead.
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&targets, "targets", nil, "databases: sqlite-full, sqlite-normal, postgres, memory (default: the first three)")
-	f.StringSliceVar(&workloads, "workloads", nil, "wait, wait2, auto10, split10, job, task, bpmn-wait, bpmn-auto10, bpmn-split10 (default: wait, auto10, split10)")
+	f.StringSliceVar(&workloads, "workloads", nil, "wait, wait2, auto10, split10, job, task, wait-task, split10-task, bpmn-wait, bpmn-auto10, bpmn-split10 (default: wait, auto10, split10)")
 	f.IntSliceVar(&cfg.Clients, "clients", []int{16}, "concurrent clients; several (16,32,64) measure each setup at each")
 	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "how long each run measures")
 	f.IntSliceVar(&engines, "engines", nil, "numbers of engines sharing PostgreSQL (default 1,3)")

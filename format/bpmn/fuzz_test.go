@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/veena-wf/veena/format/bpmn"
@@ -13,25 +14,30 @@ import (
 
 // runaways are models that would run without end or grow without bound
 // were it not for the engine's limits, with the code their start (or the
-// work after it) fails with under limitrun's limits.
+// work after it) fails with under limitrun's limits, or the incident it
+// opens (a script task over the script limits opens one on its token, as
+// any failing script task does).
 var runaways = []struct {
-	name, src, code string
+	name, src, code, incident string
 }{
 	{"cycle without a wait state", proc(`<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="a"/>
 <task id="a"/><sequenceFlow id="f1" sourceRef="a" targetRef="g"/>
-<exclusiveGateway id="g" default="f2"/><sequenceFlow id="f2" sourceRef="g" targetRef="a"/>`), "budget_exceeded"},
+<exclusiveGateway id="g" default="f2"/><sequenceFlow id="f2" sourceRef="g" targetRef="a"/>`), "budget_exceeded", ""},
 	{"parallel fan-out back into a merge", proc(`<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="x"/>
 <exclusiveGateway id="x"/><sequenceFlow id="f1" sourceRef="x" targetRef="g"/>
-<parallelGateway id="g"/><sequenceFlow id="f2" sourceRef="g" targetRef="x"/><sequenceFlow id="f3" sourceRef="g" targetRef="x"/>`), "budget_exceeded"},
+<parallelGateway id="g"/><sequenceFlow id="f2" sourceRef="g" targetRef="x"/><sequenceFlow id="f3" sourceRef="g" targetRef="x"/>`), "budget_exceeded", ""},
 	{"huge multi-instance", proc(`<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="m"/>
 <task id="m"><multiInstanceLoopCharacteristics><loopCardinality>= 10000</loopCardinality></multiInstanceLoopCharacteristics></task>
-<sequenceFlow id="f1" sourceRef="m" targetRef="e"/><endEvent id="e"/>`), "budget_exceeded"},
+<sequenceFlow id="f1" sourceRef="m" targetRef="e"/><endEvent id="e"/>`), "budget_exceeded", ""},
 	{"script loop", proc(`<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="js"/>
 <scriptTask id="js" scriptFormat="javascript"><script>for(;;){}</script></scriptTask>
-<sequenceFlow id="f1" sourceRef="js" targetRef="e"/><endEvent id="e"/>`), "budget_exceeded"},
+<sequenceFlow id="f1" sourceRef="js" targetRef="e"/><endEvent id="e"/>`), "", "longer than 200ms (Kernel.ScriptTimeout)"},
+	{"script string doubling", proc(`<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="js"/>
+<scriptTask id="js" scriptFormat="javascript"><script>var s = "x"; for(;;) s += s;</script></scriptTask>
+<sequenceFlow id="f1" sourceRef="js" targetRef="e"/><endEvent id="e"/>`), "", "(Kernel.ScriptMemory)"},
 	{"user task in a cycle", proc(`<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="u"/>
 <userTask id="u"/><sequenceFlow id="f1" sourceRef="u" targetRef="g"/>
-<parallelGateway id="g"/><sequenceFlow id="f2" sourceRef="g" targetRef="u"/><sequenceFlow id="f3" sourceRef="g" targetRef="u"/>`), ""},
+<parallelGateway id="g"/><sequenceFlow id="f2" sourceRef="g" targetRef="u"/><sequenceFlow id="f3" sourceRef="g" targetRef="u"/>`), "", ""},
 }
 
 // TestRunawayModels: each runaway model fails its command with the stable
@@ -49,6 +55,9 @@ func TestRunawayModels(t *testing.T) {
 			}
 			if r.code == "" && len(rep.Codes) != 0 {
 				t.Fatalf("commands failed: %s", rep)
+			}
+			if r.incident != "" && !strings.Contains(strings.Join(rep.Incidents, "\n"), r.incident) {
+				t.Fatalf("no incident says %q: %s", r.incident, rep)
 			}
 		})
 	}

@@ -132,6 +132,16 @@ func (s *Store) Task(_ context.Context, id string) (out *store.Task, err error) 
 // Tasks lists tasks in inbox order.
 func (s *Store) Tasks(_ context.Context, f store.TaskFilter) (out []*store.Task, err error) {
 	err = s.read(func(w *workRows) error {
+		if f.Process != "" { // one process's tasks: from its index
+			if r := w.byProcess[f.Process]; r != nil {
+				for _, id := range r.tasks {
+					if t := w.tasks[id]; t != nil && store.TaskMatches(t, f) {
+						out = append(out, copyTask(t))
+					}
+				}
+			}
+			return nil
+		}
 		for _, t := range w.tasks {
 			if store.TaskMatches(t, f) {
 				out = append(out, copyTask(t))
@@ -162,7 +172,18 @@ func (s *Store) Job(_ context.Context, id string) (out *store.Job, err error) {
 // Jobs lists jobs by ID.
 func (s *Store) Jobs(_ context.Context, f store.JobFilter) (out []*store.Job, err error) {
 	err = s.read(func(w *workRows) error {
-		for _, j := range w.jobs {
+		all := w.jobs
+		if f.Process != "" { // one process's jobs: from its index
+			all = map[string]*store.Job{}
+			if r := w.byProcess[f.Process]; r != nil {
+				for _, id := range r.jobs {
+					if j := w.jobs[id]; j != nil {
+						all[id] = j
+					}
+				}
+			}
+		}
+		for _, j := range all {
 			if (len(f.Types) == 0 || slices.Contains(f.Types, j.Type)) && (len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
 				(f.Process == "" || j.Process == f.Process) && j.ID > f.After {
 				out = append(out, copyJob(j))
