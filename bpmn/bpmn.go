@@ -238,6 +238,9 @@ func condition(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string,
 
 // text evaluates an expression to a string (static text as is).
 func text(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string) string {
+	if x != nil && x.Program == nil {
+		return x.Text // static text (a job type, a queue): no evaluation
+	}
 	v := mustEval(e, t, x, what, nil)
 	switch s := v.(type) {
 	case nil:

@@ -80,15 +80,21 @@ func veenaKernel(b *testing.B, file string, vars map[string]any) {
 		b.Fatal(err)
 	}
 	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	// One engine (the kernel's command runner at a time) for every
+	// process, as lib-bpmn-engine keeps one engine state: it reuses its
+	// undo journal's buffers from command to command.
+	e := k.Engine(now)
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer cpu(b)()
 	for b.Loop() {
-		e := k.Engine(now)
 		p, err := e.Start(g, env)
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The token history stays in p.Events; the effects (jobs offered
+		// and ended) are taken after each command, as a caller does.
+		p.Effects = p.Effects[:0]
 		for p.State == kernel.Executing {
 			done := false
 			for _, t := range p.NodeTokens {
@@ -96,6 +102,7 @@ func veenaKernel(b *testing.B, file string, vars map[string]any) {
 					if err := e.CompleteJob(t, kernel.WorkResult{}); err != nil {
 						b.Fatal(err)
 					}
+					p.Effects = p.Effects[:0]
 					done = true
 				}
 			}

@@ -13,4 +13,15 @@
 // in-memory store (each command a transaction with its rows: process,
 // events, jobs). Service tasks are jobs a worker completes; lib-bpmn-engine
 // runs them through a handler that completes them at once.
+//
+// lib-bpmn-engine slows as it keeps instances, so it gets a fresh engine
+// every 100 instances, made with the timer stopped and its CPU time left
+// out of cpu-ns/op. Instruction counts cannot stop a timer: take a hundredth
+// of BenchmarkLibLoad's count off lib-bpmn-engine's. On a loaded machine,
+// count instructions (garbage collection included) by running N and 3N
+// processes under callgrind and dividing the difference by 2N:
+//
+//	go test -c -o /tmp/bc.test .
+//	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind /tmp/bc.test -test.run XXX \
+//		-test.bench 'Compare/chain-10.bpmn/veena-kernel$' -test.benchtime 300x -test.cpu 1
 package bpmncompare
