@@ -12,6 +12,7 @@ import (
 
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,6 +97,9 @@ type Engine struct {
 	cache *treeCache
 	bg    sync.WaitGroup // deliveries after commits (messages.go)
 	roots rootMap        // nested process id -> root id
+	// starting are the new trees whose first command is committing in
+	// this engine, until their tree is cached (see rootOf).
+	starting startingTrees
 
 	subMu sync.Mutex
 	subs  map[string]map[*subscriber]struct{}
@@ -106,7 +110,16 @@ type Engine struct {
 
 	jobMu   sync.Mutex
 	jobWait map[string][]*jobWaiter // activations waiting, by job type, in line
-	rows    rowCache                // work rows last read or written (work.go)
+	jobPoll time.Duration           // how often a waiting activation looks again
+	// listenOnce starts listening for other engines' job notices (with
+	// a store that has them, store.JobNotices) when an activation first
+	// waits; listening is set while the notices are heard.
+	listenOnce sync.Once
+	listening  atomic.Bool
+	// life ends when the engine closes (endLife).
+	life    context.Context
+	endLife context.CancelFunc
+	rows    rowCache // work rows last read or written (work.go)
 
 	lastPurge time.Time // of finished inbox commands, by the background loop
 
@@ -175,7 +188,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 
 		nets:      nets,
 		analysing: make(chan struct{}, 1),
+		jobPoll:   jobPoll,
 	}
+	e.life, e.endLife = context.WithCancel(context.Background())
 	if e.clock == nil {
 		e.clock = time.Now
 		e.timeOrderedIDs = timeOrdered(k.NewID)
@@ -234,6 +249,7 @@ func (e *Engine) Kernel() *kernel.Kernel { return e.k }
 // Close stops background work and closes the store.
 func (e *Engine) Close() error {
 	e.Stop()
+	e.endLife()
 	e.bg.Wait()
 	e.pool.close()
 	var err error
@@ -615,6 +631,12 @@ func (e *Engine) command(ctx context.Context, root, key string, fn commandFunc, 
 	} else {
 		// A new tree depends on nothing stored: run it before the transaction.
 		early = e.run(&tree{}, fn, e.store, ctx)
+		if early.err == nil && early.tree.root != nil {
+			// Once committed, its work is visible to others (an activation
+			// may lease its job in the same commit) before committed below
+			// caches the tree: they wait for it instead of reading it.
+			defer e.starting.add(early.tree.root.ID)()
+		}
 	}
 	var done *plan
 	var prev *outcome
@@ -746,7 +768,7 @@ func (e *Engine) committed(p *plan) {
 		}
 		e.publish(p.events)
 		e.rows.remember(p.cmd)
-		e.wakeJobs(p.cmd.wake)
+		e.offerJobs(p.cmd.wake)
 		e.afterCommit(p)
 	}
 }
@@ -1008,6 +1030,15 @@ func (e *Engine) rootOf(ctx context.Context, id string) (string, error) {
 	if e.cache.has(id) {
 		return id, nil
 	}
+	if ch := e.starting.get(id); ch != nil {
+		// A new tree this engine is committing: wait until it is cached.
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return id, nil
+	}
 	if r, ok := e.roots.get(id); ok {
 		return r, nil
 	}
@@ -1019,6 +1050,38 @@ func (e *Engine) rootOf(ctx context.Context, id string) (string, error) {
 		e.roots.put(id, row.Root)
 	}
 	return row.Root, nil
+}
+
+// startingTrees are the roots of new trees whose first command is
+// committing in this engine: each has a channel closed once the command
+// has finished (committed and cached, or failed).
+type startingTrees struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// add registers a starting tree and returns the function that ends it.
+func (s *startingTrees) add(root string) (done func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = map[string]chan struct{}{}
+	}
+	s.m[root] = ch
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.m, root)
+		s.mu.Unlock()
+		close(ch)
+	}
+}
+
+// get returns the channel of a starting tree, nil if there is none.
+func (s *startingTrees) get(root string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[root]
 }
 
 // rootMap remembers the roots of nested processes, forgetting everything

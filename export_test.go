@@ -2,6 +2,7 @@ package veena
 
 import (
 	"context"
+	"time"
 
 	"github.com/veena-wf/veena/store"
 )
@@ -45,4 +46,20 @@ func EnqueueComplete(ctx context.Context, e *Engine, token, key string) (*Proces
 		return nil, err
 	}
 	return out.Process, nil
+}
+
+// SetJobPoll sets how often a waiting activation of the engine looks for
+// jobs by itself (set before its first activation).
+func SetJobPoll(e *Engine, d time.Duration) { e.jobPoll = d }
+
+// ListeningForJobs tells whether the engine hears the jobs other engines
+// announce.
+func ListeningForJobs(e *Engine) bool { return e.listening.Load() }
+
+// JobWaiters is the number of activations waiting in the engine for jobs
+// of a type.
+func JobWaiters(e *Engine, typ string) int {
+	e.jobMu.Lock()
+	defer e.jobMu.Unlock()
+	return len(e.jobWait[typ])
 }

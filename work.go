@@ -943,7 +943,7 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 			e.stopWaiting(req.Type, w)
 			return []Job{}, nil
 		}
-		poll := jobPoll + time.Duration(rand.Int64N(int64(jobPoll)/5))
+		poll := e.jobPoll + time.Duration(rand.Int64N(int64(e.jobPoll)/5))
 		timer := time.NewTimer(min(left, poll))
 		select {
 		case <-w.ch:
@@ -987,7 +987,7 @@ func (e *Engine) yieldJobs(rows []*store.Job) {
 		e.rows.putJob(open)
 		types = append(types, r.Type)
 	}
-	e.wakeJobs(types)
+	e.offerJobs(types)
 }
 
 // jobWaiter is an activation waiting for jobs of a type in this engine.
@@ -995,6 +995,7 @@ type jobWaiter struct{ ch chan struct{} }
 
 // waitForJobs puts an activation in line for jobs of a type.
 func (e *Engine) waitForJobs(typ string) *jobWaiter {
+	e.listenOnce.Do(e.listenForJobs)
 	w := &jobWaiter{ch: make(chan struct{})}
 	e.jobMu.Lock()
 	defer e.jobMu.Unlock()
@@ -1028,17 +1029,49 @@ func (e *Engine) stopWaiting(typ string, w *jobWaiter) bool {
 	return found
 }
 
-// wakeJobs wakes the waiting activations, first in line first, one for
-// each job offered (a type listed n times wakes n).
-func (e *Engine) wakeJobs(types []string) {
-	if len(types) == 0 {
+// listenForJobs starts listening for the jobs other engines on the same
+// store announce, if the store has such notices: each wakes a waiting
+// activation here.
+func (e *Engine) listenForJobs() {
+	n, ok := e.store.(store.JobNotices)
+	if !ok || e.life.Err() != nil {
 		return
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer e.listening.Store(false)
+		err := n.ListenJobs(e.life, func() { e.listening.Store(true) }, func(types []string) { e.wakeJobs(types) })
+		if err != nil && e.life.Err() == nil {
+			e.log.Warn("veena: listen for jobs of other engines", "err", err)
+		}
+	}()
+}
+
+// offerJobs wakes the activations waiting here for the jobs offered, one
+// per job (a type listed n times wakes n), and tells the other engines
+// on the store of the jobs no activation here waited for.
+func (e *Engine) offerJobs(types []string) {
+	if left := e.wakeJobs(types); len(left) > 0 {
+		if n, ok := e.store.(store.JobNotices); ok {
+			n.AnnounceJobs(left)
+		}
+	}
+}
+
+// wakeJobs wakes the waiting activations, first in line first, one for
+// each job offered (a type listed n times wakes n), and returns the
+// types of the jobs for which none waited.
+func (e *Engine) wakeJobs(types []string) (left []string) {
+	if len(types) == 0 {
+		return nil
 	}
 	e.jobMu.Lock()
 	defer e.jobMu.Unlock()
 	for _, t := range types {
 		l := e.jobWait[t]
 		if len(l) == 0 {
+			left = append(left, t)
 			continue
 		}
 		close(l[0].ch)
@@ -1047,6 +1080,7 @@ func (e *Engine) wakeJobs(types []string) {
 			delete(e.jobWait, t)
 		}
 	}
+	return left
 }
 
 // expireLeases makes the jobs whose lease ran out available again.
@@ -1058,7 +1092,7 @@ func (e *Engine) expireLeases(ctx context.Context) {
 		}
 		return
 	}
-	e.wakeJobs(types)
+	e.offerJobs(types)
 }
 
 // jobOp runs a job op.

@@ -109,15 +109,20 @@ type Result struct {
 	P99          time.Duration `json:"p99"`
 	TxPerProcess float64       `json:"transactionsPerProcess"`
 	RawCommitsPS float64       `json:"rawCommitsPerSecond"`
+	// CPUPerProcess is the CPU time (user and system) the engines' OS
+	// processes used per process run (with the engines in this OS
+	// process, their clients too): on a loaded machine the rates move
+	// with whatever else runs, the CPU a process costs much less. On
+	// SQLite it includes the database, which runs in the engine's process.
+	CPUPerProcess time.Duration `json:"cpuPerProcess"`
+	// DBCPUPerProcess is, on PostgreSQL, the CPU time used per process run
+	// by the server's backends serving the engines (found by their
+	// application name; 0 when the server runs on another machine).
+	DBCPUPerProcess time.Duration `json:"dbCpuPerProcess,omitempty"`
 	// WriterBusy is the share of the run SQLite's single writer spent
 	// running batches (0 on other targets): near 1, the writer is what
 	// limits throughput.
 	WriterBusy float64 `json:"writerBusy,omitempty"`
-	// CPUPerProcess is the CPU time (user and system) this OS process
-	// spent per process during the run: the engines, their clients and,
-	// on SQLite, the database itself. Unlike the rates it changes little
-	// with the machine's other work. 0 when the engines ran in workers.
-	CPUPerProcess time.Duration `json:"cpuPerProcess,omitempty"`
 	// EngineProcesses is the number of worker OS processes that ran the
 	// engines; 0 when they ran in the bench's own process.
 	EngineProcesses int `json:"engineProcesses"`
@@ -143,21 +148,22 @@ type Report struct {
 // WriteTable prints the report as a table.
 func (r Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\ttarget\tengines\tgroup\tclients\tparked\tprocesses/s\tcommands/s\tp50\tp99\ttx/process\traw commits/s\tcmd/raw\tcpu/process\t")
+	fmt.Fprintln(tw, "workload\ttarget\tengines\tgroup\tclients\tparked\tprocesses/s\tcommands/s\tp50\tp99\ttx/process\traw commits/s\tcmd/raw\tcpu/process\tdb cpu/process\t")
 	for _, x := range r.Results {
 		ratio := 0.0
 		if x.RawCommitsPS > 0 {
 			ratio = x.CommandsPS / x.RawCommitsPS
 		}
-		cpu := "-"
-		if x.CPUPerProcess > 0 {
-			cpu = round(x.CPUPerProcess)
+		dbCPU := "-"
+		if x.DBCPUPerProcess > 0 {
+			dbCPU = round(x.DBCPUPerProcess)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.0f\t%.2f\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%.2f\t%.0f\t%.2f\t%s\t%s\t\n",
 			x.Workload, x.Target, x.Engines, x.GroupCommit, x.Concurrency, x.Parked, x.ProcessesPS, x.CommandsPS,
-			round(x.P50), round(x.P99), x.TxPerProcess, x.RawCommitsPS, ratio, cpu)
+			round(x.P50), round(x.P99), x.TxPerProcess, x.RawCommitsPS, ratio, round(x.CPUPerProcess), dbCPU)
 	}
 	tw.Flush()
+	r.writeCycles(w)
 	for _, x := range r.Results {
 		if x.Target == "postgres" && x.Engines > 1 && x.EngineProcesses == 0 {
 			fmt.Fprintln(w, "note: the PostgreSQL engines ran in one OS process (no worker command)")
@@ -284,6 +290,16 @@ type database struct {
 	raw     func(ctx context.Context, clients int, d time.Duration) (float64, error)
 	park    func(ctx context.Context, e *veena.Engine, n int) error
 	close   func()
+	// server says the database server's CPU time so far (nil: the
+	// database runs in this OS process).
+	server func() time.Duration
+}
+
+func (db *database) serverCPU() time.Duration {
+	if db.server == nil {
+		return 0
+	}
+	return db.server()
 }
 
 func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*database, error) {
@@ -343,7 +359,7 @@ func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*datab
 		}
 		conns := int32(cfg.Concurrency/s.engines + 4)
 		for range s.engines {
-			opts := pgstore.Options{Schema: schema, MaxConns: conns}
+			opts := pgstore.Options{Schema: schema, MaxConns: conns, ApplicationName: benchApp(schema)}
 			if s.group {
 				opts.GroupCommit = 64
 			}
@@ -363,6 +379,7 @@ func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*datab
 			db.engines = append(db.engines, e)
 			if len(stores) == 1 {
 				pool := st.Pool()
+				db.server = func() time.Duration { return backendsCPU(pool, schema) }
 				db.raw = func(ctx context.Context, clients int, d time.Duration) (float64, error) {
 					return rawPostgres(ctx, pool, clients, d)
 				}
@@ -435,19 +452,21 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 	}
 	var live liveCounters
 	stop := printProgress(progress, func() (int64, int64) { return live.processes.Load(), live.commands.Load() })
-	t, cpu0 := time.Now(), cpustat.Self()
+	cpu0, dbCPU0 := cpustat.Self(), db.serverCPU()
+	t := time.Now()
 	lat, errs, _ := runClients(ctx, db.engines, w, cfg.Concurrency, cfg.Duration, &live)
 	res.Elapsed = time.Since(t)
-	cpu := cpustat.Self() - cpu0
+	cpu, dbCPU := cpustat.Self()-cpu0, db.serverCPU()-dbCPU0
 	stop()
 	if db.busy != nil && res.Elapsed > 0 {
 		res.WriterBusy = float64(db.busy()-busy0) / float64(res.Elapsed)
 	}
 	res.Processes, res.Commands, res.Errors = live.processes.Load(), live.commands.Load(), errs
+	res.summarize(lat)
 	if res.Processes > 0 {
 		res.CPUPerProcess = cpu / time.Duration(res.Processes)
+		res.DBCPUPerProcess = dbCPU / time.Duration(res.Processes)
 	}
-	res.summarize(lat)
 	if db.commits != nil && res.Processes > 0 {
 		res.TxPerProcess = float64(db.commits()-commits0) / float64(res.Processes)
 	}
@@ -459,6 +478,75 @@ func runOne(ctx context.Context, cfg Config, s setup, workload string, progress 
 		res.RawCommitsPS = raw
 	}
 	return res, res.finish(progress)
+}
+
+// benchApp is the application name of the engines' connections in a run
+// on a schema.
+func benchApp(schema string) string { return "veena-bench:" + schema }
+
+// backendCPU is the CPU time used so far by the PostgreSQL backends
+// serving the engines of a run (by their application name), by process
+// id; empty if the server runs on another machine.
+func backendCPU(pool *pgxpool.Pool, schema string) map[int]time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, benchApp(schema))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for rows.Next() {
+		var pid int
+		if rows.Scan(&pid) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	rows.Close()
+	return cpustat.Of(pids)
+}
+
+// backendsCPU is backendCPU summed.
+func backendsCPU(pool *pgxpool.Pool, schema string) time.Duration {
+	var total time.Duration
+	for _, d := range backendCPU(pool, schema) {
+		total += d
+	}
+	return total
+}
+
+// writeCycles compares, for each measured job and task run, its cycle
+// (activate + complete, claim + complete) with two plain completions: the
+// wait2 run of the same target, setup and clients in the same report.
+// Each process of the three workloads is one start and two commands, so
+// the ratio of their costs per process compares the cycles (start
+// included: a job's start also writes its job row).
+func (r Report) writeCycles(w io.Writer) {
+	type key struct {
+		target        string
+		engines, conc int
+		group         bool
+	}
+	wait2 := map[key]Result{}
+	for _, x := range r.Results {
+		if x.Workload == "wait2" {
+			wait2[key{x.Target, x.Engines, x.Concurrency, x.GroupCommit}] = x
+		}
+	}
+	for _, x := range r.Results {
+		b, ok := wait2[key{x.Target, x.Engines, x.Concurrency, x.GroupCommit}]
+		if (x.Workload != "job" && x.Workload != "task") || !ok || x.ProcessesPS == 0 {
+			continue
+		}
+		line := fmt.Sprintf("%s on %s (engines %d, group %v, %d clients): %.2f× the processes/s of wait2", x.Workload, x.Target,
+			x.Engines, x.GroupCommit, x.Concurrency, x.ProcessesPS/b.ProcessesPS)
+		if b.CPUPerProcess > 0 {
+			line += fmt.Sprintf(", %.2f× its engine CPU per process", float64(x.CPUPerProcess)/float64(b.CPUPerProcess))
+		}
+		if b.DBCPUPerProcess > 0 {
+			line += fmt.Sprintf(", %.2f× its server CPU per process", float64(x.DBCPUPerProcess)/float64(b.DBCPUPerProcess))
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // printProgress prints the counts that counts returns once a second, until
@@ -504,6 +592,12 @@ func (res *Result) finish(progress io.Writer) error {
 	busy := ""
 	if res.WriterBusy > 0 {
 		busy = fmt.Sprintf(", writer busy %.0f%%", 100*res.WriterBusy)
+	}
+	if res.CPUPerProcess > 0 {
+		busy += fmt.Sprintf(", CPU %s/process", round(res.CPUPerProcess))
+	}
+	if res.DBCPUPerProcess > 0 {
+		busy += fmt.Sprintf(" (+ server %s)", round(res.DBCPUPerProcess))
 	}
 	fmt.Fprintf(progress, "   %.0f processes/s, %.0f commands/s, p50 %s, p99 %s, %.2f tx/process, raw %.0f commits/s%s, %d errors\n",
 		res.ProcessesPS, res.CommandsPS, round(res.P50), round(res.P99), res.TxPerProcess, res.RawCommitsPS, busy, res.Errors)

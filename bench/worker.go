@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/veena-wf/veena"
+	"github.com/veena-wf/veena/internal/cpustat"
 	"github.com/veena-wf/veena/store/pgstore"
 )
 
@@ -93,6 +94,8 @@ type workerReport struct {
 	// Commits is the number of transactions the store committed while
 	// measuring (pgstore's Stats).
 	Commits int64 `json:"commits"`
+	// CPU is the CPU time the worker used while measuring.
+	CPU time.Duration `json:"cpu"`
 	// Latencies are every command's latency, in microseconds (rounded).
 	Latencies []int64 `json:"latenciesMicros"`
 }
@@ -164,7 +167,7 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 		}
 	}()
 
-	opts := pgstore.Options{Schema: spec.Schema, MaxConns: spec.MaxConns}
+	opts := pgstore.Options{Schema: spec.Schema, MaxConns: spec.MaxConns, ApplicationName: benchApp(spec.Schema)}
 	if spec.GroupCommit {
 		opts.GroupCommit = 64
 	}
@@ -214,9 +217,9 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 			}
 		}
 	}()
-	t := time.Now()
+	t, cpu0 := time.Now(), cpustat.Self()
 	lat, errs, firstErr := runClients(ctx, engines, w, spec.Clients, spec.Duration, &live)
-	elapsed := time.Since(t)
+	elapsed, cpu := time.Since(t), cpustat.Self()-cpu0
 	close(stop)
 	pwg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -225,7 +228,7 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 	_, commits1 := st.Stats()
 	rep := &workerReport{
 		Processes: live.processes.Load(), Commands: live.commands.Load(), Errors: errs,
-		Elapsed: elapsed, Commits: commits1 - commits0, Latencies: make([]int64, len(lat)),
+		Elapsed: elapsed, Commits: commits1 - commits0, CPU: cpu, Latencies: make([]int64, len(lat)),
 	}
 	if firstErr != nil {
 		rep.FirstError = firstErr.Error()
@@ -374,6 +377,7 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 		return n, c
 	})
 	defer stop()
+	dbCPU := backendsCPU(pool, schema)
 	for _, p := range procs {
 		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
 			return res, fmt.Errorf("start the workers: %w", err)
@@ -391,7 +395,9 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 				return res, err
 			}
 			if ev.msg.Result != nil {
-				results++
+				if results++; results == len(procs) {
+					dbCPU = backendsCPU(pool, schema) - dbCPU
+				}
 			}
 		case <-deadline.C:
 			return res, fmt.Errorf("no result from the workers %v after the start", cfg.Duration+2*time.Minute)
@@ -404,8 +410,10 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 	// Merge the workers' results.
 	var lat []time.Duration
 	var commits int64
+	var cpu time.Duration
 	for i, p := range procs {
 		r := p.result
+		cpu += r.CPU
 		res.Processes += r.Processes
 		res.Commands += r.Commands
 		res.Errors += r.Errors
@@ -423,6 +431,8 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 	res.summarize(lat)
 	if res.Processes > 0 {
 		res.TxPerProcess = float64(commits) / float64(res.Processes)
+		res.CPUPerProcess = cpu / time.Duration(res.Processes)
+		res.DBCPUPerProcess = dbCPU / time.Duration(res.Processes)
 	}
 	// Let the workers go before measuring raw inserts on the same schema.
 	stopWorkers(procs, events)

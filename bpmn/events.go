@@ -11,13 +11,16 @@ import (
 
 // ---- start and end events
 
-type startNode struct{ el *bpmn.Element }
+type startNode struct {
+	el  *bpmn.Element
+	out []string // the names of its out-arcs (read only: shared by its tokens)
+}
 
 func (s *startNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	if s.el.Scope == nil {
 		armProcessListeners(e, t.Process)
 	}
-	complete(e, t, outArcNames(t.Node)...)
+	complete(e, t, s.out...)
 	return nil
 }
 

@@ -256,6 +256,10 @@ func TestTasklistInBrowser(t *testing.T) {
 			t.Errorf("the audit trail lacks %s: %s", want, trail)
 		}
 	}
+	// Actions read as words, not as their codes.
+	if said := alice.str(`document.querySelector('table.audit-trail tr[data-audit=task_saved] td:nth-child(2)').textContent`); said != "task saved for later" {
+		t.Errorf("the audit trail says %q for task_saved, want %q", said, "task saved for later")
+	}
 	if n := alice.num(`document.querySelectorAll('table.metric-table tbody tr').length`); n != 4 {
 		t.Errorf("%d metrics, want 4", n)
 	}

@@ -240,6 +240,21 @@ type WorkStore interface {
 	WorkCounts(ctx context.Context) (*WorkCounts, error)
 }
 
+// JobNotices is implemented by stores that several engines share (the
+// PostgreSQL store): an engine tells the others that jobs became
+// available, so that their long-polling activations wake at once rather
+// than at their next look. Notices may be merged, delayed or, while the
+// database cannot be reached, lost: activations keep looking now and then.
+type JobNotices interface {
+	// AnnounceJobs tells the other engines that jobs became available,
+	// one type per job. It does not wait for the database.
+	AnnounceJobs(types []string)
+	// ListenJobs calls fn with the types of the jobs other engines
+	// announce (one per job), until ctx ends; ready is called each time
+	// it starts listening (again, after a lost connection).
+	ListenJobs(ctx context.Context, ready func(), fn func(types []string)) error
+}
+
 // WorkTx is the part of Tx that reads and writes work rows in a command.
 type WorkTx interface {
 	// Task, Job and Incident read a row for the command; the row cannot

@@ -19,10 +19,12 @@ type workRows struct {
 	attach    map[string]map[string]store.Attachment
 	subs      map[string]*store.Subscription
 
-	// leasable indexes the jobs open or leased (id -> type), so that
-	// activating jobs and expiring leases look at the jobs in flight
-	// instead of every job ever made.
-	leasable map[string]string
+	// avail holds, by job type, when each job open or leased may be
+	// leased (see noteJob); leases when each leased job's lease runs out:
+	// activating jobs and expiring leases take the jobs due from their
+	// front instead of looking at every job.
+	avail  map[string]*jobQueue
+	leases jobQueue
 	// byProcess indexes the ids of each process's tasks, jobs and
 	// incidents, so that ending a token's work looks at its process's rows.
 	byProcess map[string]*processRows
@@ -50,14 +52,96 @@ func addID(l *[]string, id string) {
 func (w *workRows) indexJob(id string) {
 	j := w.jobs[id]
 	if j == nil {
-		delete(w.leasable, id)
-		return
+		return // its queue entries are dropped when they come up
 	}
 	addID(&w.process(j.Process).jobs, id)
-	if j.State == store.JobOpen || j.State == store.JobLeased {
-		w.leasable[id] = j.Type
-	} else {
-		delete(w.leasable, id)
+	w.noteJob(j)
+}
+
+// jobAt is an entry of a jobQueue: job id may be leased (avail) or its
+// lease runs out (leases) at at.
+type jobAt struct {
+	at int64 // Unix nanoseconds
+	id string
+}
+
+// jobQueue is a min-heap of entries, soonest first, then by job id. An
+// entry is a hint, not the truth: it is checked against the job when it
+// comes up, and dropped if the job has changed since (a job's entries are
+// never removed when it changes; it gets new ones).
+type jobQueue []jobAt
+
+func (q jobQueue) less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].id < q[j].id
+}
+
+func (q *jobQueue) push(e jobAt) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !h.less(i, up) {
+			break
+		}
+		h[i], h[up] = h[up], h[i]
+		i = up
+	}
+}
+
+func (q *jobQueue) pop() jobAt {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+// availableAt is when an open or leased job may be leased: an open one's
+// due time, a leased one's end of lease (the SQL stores' order too).
+func availableAt(j *store.Job) time.Time {
+	if j.State == store.JobOpen {
+		return j.DueAt
+	}
+	return j.LockedUntil
+}
+
+// noteJob adds the entries of a job as it now is (or is again, when an
+// Update is undone) to the queues: when it may be leased, if it is open
+// or leased, and when its lease runs out, if it is leased.
+func (w *workRows) noteJob(j *store.Job) {
+	if j.State != store.JobOpen && j.State != store.JobLeased {
+		return
+	}
+	if w.avail == nil {
+		w.avail = map[string]*jobQueue{}
+	}
+	q := w.avail[j.Type]
+	if q == nil {
+		q = &jobQueue{}
+		w.avail[j.Type] = q
+	}
+	q.push(jobAt{availableAt(j).UnixNano(), j.ID})
+	if j.State == store.JobLeased {
+		w.leases.push(jobAt{j.LockedUntil.UnixNano(), j.ID})
 	}
 }
 
@@ -71,7 +155,6 @@ func (s *Store) rows() *workRows {
 		w.notes = map[string][]store.AuditNote{}
 		w.attach = map[string]map[string]store.Attachment{}
 		w.subs = map[string]*store.Subscription{}
-		w.leasable = map[string]string{}
 		w.byProcess = map[string]*processRows{}
 	}
 	return w
@@ -223,25 +306,19 @@ func (s *Store) ActivateJobs(_ context.Context, a store.Activation) ([]*store.Jo
 		return nil, errClosed
 	}
 	w := s.rows()
-	var cand []*store.Job
-	for id, typ := range w.leasable {
-		if j := w.jobs[id]; typ == a.Type && j != nil && available(j, a.Type, a.Now) {
-			cand = append(cand, j)
+	q := w.avail[a.Type]
+	out := make([]*store.Job, 0, min(max(a.Max, 0), 16))
+	now := a.Now.UnixNano()
+	for q != nil && len(*q) > 0 && len(out) < a.Max && (*q)[0].at <= now {
+		e := q.pop()
+		j, ok := w.jobs[e.id]
+		if !ok || j.Type != a.Type || (j.State != store.JobOpen && j.State != store.JobLeased) ||
+			availableAt(j).UnixNano() != e.at || !available(j, a.Type, a.Now) {
+			continue // the job changed since the entry was made
 		}
-	}
-	sort.Slice(cand, func(i, j int) bool {
-		if !cand[i].DueAt.Equal(cand[j].DueAt) {
-			return cand[i].DueAt.Before(cand[j].DueAt)
-		}
-		return cand[i].ID < cand[j].ID
-	})
-	if len(cand) > a.Max {
-		cand = cand[:max(a.Max, 0)]
-	}
-	out := make([]*store.Job, 0, len(cand))
-	for _, j := range cand {
 		j.State, j.Worker, j.LockedUntil = store.JobLeased, a.Worker, a.Now.Add(a.LockFor)
 		j.Rev++
+		w.noteJob(j)
 		out = append(out, copyJob(j))
 	}
 	return out, nil
@@ -259,14 +336,18 @@ func (s *Store) ExpireLeases(_ context.Context, now time.Time) ([]string, error)
 	seen := map[string]bool{}
 	var types []string
 	w := s.rows()
-	for id := range w.leasable {
-		if j := w.jobs[id]; j != nil && j.State == store.JobLeased && !j.LockedUntil.After(now) {
-			j.State = store.JobOpen
-			j.Rev++
-			if !seen[j.Type] {
-				seen[j.Type] = true
-				types = append(types, j.Type)
-			}
+	for len(w.leases) > 0 && w.leases[0].at <= now.UnixNano() {
+		e := w.leases.pop()
+		j, ok := w.jobs[e.id]
+		if !ok || j.State != store.JobLeased || j.LockedUntil.UnixNano() != e.at {
+			continue // the job changed since the entry was made
+		}
+		j.State = store.JobOpen
+		j.Rev++
+		w.noteJob(j)
+		if !seen[j.Type] {
+			seen[j.Type] = true
+			types = append(types, j.Type)
 		}
 	}
 	sort.Strings(types)

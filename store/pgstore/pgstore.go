@@ -47,6 +47,9 @@ type Options struct {
 	// share one transaction and commit (each in its own savepoint, so that
 	// each still succeeds or fails alone). 0 or 1: every Update commits alone.
 	GroupCommit int
+	// ApplicationName, if set, names the store's connections on the
+	// server (pg_stat_activity.application_name).
+	ApplicationName string
 	// Committers is the number of connections committing groups at once
 	// (default 2: one group in flight while the next gathers); only with GroupCommit.
 	Committers int
@@ -64,6 +67,8 @@ type Store struct {
 	stopped sync.WaitGroup
 	done    chan struct{} // closed once the committers have stopped
 	closed  sync.Once
+
+	notices *notices // job notices to other engines (notices.go)
 }
 
 type request struct {
@@ -87,11 +92,14 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
 	}
+	if opts.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, store.Unavailable("pgstore: connect", err)
 	}
-	s := &Store{pool: pool, group: opts.GroupCommit}
+	s := &Store{pool: pool, group: opts.GroupCommit, notices: newNotices(opts.Schema)}
 	if opts.Schema != "" {
 		if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{opts.Schema}.Sanitize()); err != nil {
 			pool.Close()
@@ -123,6 +131,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.closed.Do(func() {
+		s.stopNotices()
 		if s.quit != nil {
 			close(s.quit)
 			s.stopped.Wait()

@@ -10,3 +10,10 @@ func (s *Store) Fallbacks() int64 { return s.fallbacks.Load() }
 // Restarts is how many times the writer's own checkpoint let the WAL start
 // over from its beginning.
 func (s *Store) Restarts() int64 { return s.restarts.Load() }
+
+// TraceStatements calls fn with every statement the writers of every
+// store run, until the returned function is called. Not for parallel tests.
+func TraceStatements(fn func(q string)) (stop func()) {
+	traceStatement = fn
+	return func() { traceStatement = nil }
+}

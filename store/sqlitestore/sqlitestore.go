@@ -115,10 +115,12 @@ type Store struct {
 	sinceRestart int // frames committed since the writer last checkpointed
 
 	updates, commits atomic.Int64
-	frames           atomic.Int64 // WAL frames the writer has committed
-	restarts         atomic.Int64 // checkpoints of the writer that let the WAL start over
-	busy             atomic.Int64 // nanoseconds the writer spent on batches
-	fallbacks        atomic.Int64 // batches run again with a savepoint per request
+	// statements counts the statements the writer ran.
+	statements atomic.Int64
+	frames     atomic.Int64 // WAL frames the writer has committed
+	restarts   atomic.Int64 // checkpoints of the writer that let the WAL start over
+	busy       atomic.Int64 // nanoseconds the writer spent on batches
+	fallbacks  atomic.Int64 // batches run again with a savepoint per request
 }
 
 const (
@@ -129,6 +131,23 @@ const (
 
 // Stats reports how many Updates committed and in how many transactions.
 func (s *Store) Stats() (updates, commits int64) { return s.updates.Load(), s.commits.Load() }
+
+// Statements reports how many statements the writer has run (each BEGIN
+// and COMMIT included): divided by the Updates, what a command costs in
+// statements.
+func (s *Store) Statements() int64 { return s.statements.Load() }
+
+// traceStatement, if set (by tests), is called with every statement the
+// writer runs.
+var traceStatement func(q string)
+
+// ran counts a statement the writer runs.
+func (s *Store) ran(q string) {
+	s.statements.Add(1)
+	if traceStatement != nil {
+		traceStatement(q)
+	}
+}
 
 // Frames reports how many WAL frames (database pages) the writer's
 // commits have written: divided by the Updates, what a command costs in
@@ -597,6 +616,7 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, c *sql.C
 // stmt returns a prepared statement on the writer connection; only the
 // writer goroutine calls it.
 func (s *Store) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	s.ran(q)
 	if st, ok := s.stmts[q]; ok {
 		return st, nil
 	}
@@ -661,6 +681,7 @@ func (s *Store) bind(args []any) []driver.NamedValue {
 // calls it. The statement runs to its end: SQLite statements here are
 // short, and an interrupted one could abort the whole shared transaction.
 func (s *Store) run(q string, args ...any) (driver.Result, error) {
+	s.ran(q)
 	st, err := s.prepared(q)
 	if err != nil {
 		return nil, err
@@ -677,6 +698,7 @@ func (s *Store) run(q string, args ...any) (driver.Result, error) {
 // queryRow runs q on the writer connection and reads its first row into
 // dest (which must have one value per column); false if there is none.
 func (s *Store) queryRow(q string, dest []driver.Value, args ...any) (bool, error) {
+	s.ran(q)
 	st, err := s.prepared(q)
 	if err != nil {
 		return false, err

@@ -138,15 +138,20 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]*store.Job, erro
 	return out, readErr(err)
 }
 
-// qActivate leases the available jobs of a type (open and due, or leased
+// qAvailable reads the available jobs of a type (open and due, or leased
 // with the lease run out), soonest available first, at most %d of them,
-// through the jobs_available index. The limit is written out: SQLite
-// prepares a statement again whenever the value bound to a LIMIT parameter
-// changes.
-const qActivate = `UPDATE jobs SET state = 'leased', worker = ?1, locked_until = ?2, rev = rev + 1
-	WHERE id IN (SELECT id FROM jobs WHERE type = ?3 AND state IN ('open', 'leased') AND ` + sqlstore.AvailableAt + ` <= ?4
-		ORDER BY ` + sqlstore.AvailableAt + `, id LIMIT %d)
-	RETURNING ` + sqlstore.JobColumns
+// through the jobs_available index; activate then leases each by its id.
+// Two statements rather than one UPDATE … WHERE id IN (SELECT …) RETURNING:
+// SQLite builds a temporary table for the IN list and another for
+// RETURNING, each with a B-tree and page cache of its own, which cost more
+// than the second statement. The limit is written out: SQLite prepares a
+// statement again whenever the value bound to a LIMIT parameter changes.
+const qAvailable = `SELECT ` + sqlstore.JobColumns + ` FROM jobs
+	WHERE type = ?1 AND state IN ('open', 'leased') AND ` + sqlstore.AvailableAt + ` <= ?2
+	ORDER BY ` + sqlstore.AvailableAt + `, id LIMIT %d`
+
+// qLease leases one job.
+const qLease = `UPDATE jobs SET state = 'leased', worker = ?1, locked_until = ?2, rev = rev + 1 WHERE id = ?3`
 
 // ActivateJobs leases available jobs.
 func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.Job, error) {
@@ -159,44 +164,56 @@ func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.
 		out, err = s.activate(a)
 		return err
 	})
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].DueAt.Equal(out[j].DueAt) {
-			return out[i].DueAt.Before(out[j].DueAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, err
-}
-
-// activate runs qActivate on the writer's driver connection, prepared once
-// (only the writer goroutine calls it).
-func (s *Store) activate(a store.Activation) ([]*store.Job, error) {
-	st, err := s.prepared(fmt.Sprintf(qActivate, a.Max))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := st.q.QueryContext(context.Background(), s.bind([]any{a.Worker, a.Now.Add(a.LockFor).UnixNano(), a.Type, a.Now.UnixNano()}))
+	return out, nil
+}
+
+// activate leases up to a.Max available jobs on the writer's driver
+// connection, with statements prepared once (only the writer goroutine
+// calls it). The writer runs one request at a time, so no other write
+// comes between the read and the leases.
+func (s *Store) activate(a store.Activation) ([]*store.Job, error) {
+	q := fmt.Sprintf(qAvailable, a.Max)
+	s.ran(q)
+	st, err := s.prepared(q)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.q.QueryContext(context.Background(), s.bind([]any{a.Type, a.Now.UnixNano()}))
 	clear(s.args)
 	if err != nil {
 		return nil, classify(err)
 	}
-	defer rows.Close()
 	var out []*store.Job
 	vals := make([]driver.Value, len(rows.Columns()))
 	for {
 		err := rows.Next(vals)
 		if err == io.EOF {
-			return out, nil
+			break
 		}
-		if err != nil {
-			return nil, classify(err)
+		if err == nil {
+			var j *store.Job
+			if j, err = sqlstore.ScanJob(valuesRow(vals)); err == nil {
+				out = append(out, j)
+				continue
+			}
 		}
-		j, err := sqlstore.ScanJob(valuesRow(vals))
-		if err != nil {
+		rows.Close()
+		return nil, classify(err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, classify(err)
+	}
+	until := a.Now.Add(a.LockFor).UnixNano()
+	for _, j := range out {
+		if _, err := s.run(qLease, a.Worker, until, j.ID); err != nil {
 			return nil, err
 		}
-		out = append(out, j)
+		j.State, j.Worker, j.LockedUntil, j.Rev = store.JobLeased, a.Worker, sqlstore.Time(until), j.Rev+1
 	}
+	return out, nil
 }
 
 // valuesRow scans a row of driver values into the destinations ScanJob and

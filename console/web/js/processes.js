@@ -57,6 +57,9 @@ const EVENT_WORDS = {
   JOB_FAILED: 'job failed',
   JOB_ERROR_THROWN: 'job threw an error',
   ATTACHMENT_SET: 'attachment set',
+  ACTION_COMPLETED: 'action completed',
+  TRANSITION_FIRED: 'transition fired',
+  EVENT_IGNORED: 'event ignored',
 };
 
 function eventKind(type) {

@@ -346,6 +346,32 @@ export async function incidentsView(el, query, session) {
 
 // ---------------------------------------------------- the process record
 
+// AUDIT_WORDS are the audit trail's actions as the record page says them
+// (the action's code stays in the cell's title and the row's data-audit).
+const AUDIT_WORDS = {
+  process_started: 'process started',
+  process_completed: 'process completed',
+  process_canceled: 'process canceled',
+  step_completed: 'step completed',
+  backtracked: 'backtracked',
+  task_created: 'task created',
+  task_claimed: 'task claimed',
+  task_released: 'task released',
+  task_saved: 'task saved for later',
+  task_completed: 'task completed',
+  job_created: 'job created',
+  job_completed: 'job completed',
+  job_failed: 'job failed',
+  job_error: 'job threw an error',
+  incident_opened: 'incident opened',
+  incident_resolved: 'incident resolved',
+  env_changed: 'data changed',
+  attachment_set: 'attachment set',
+  message_correlated: 'message received',
+  transition_fired: 'transition fired',
+  action_completed: 'action completed',
+};
+
 // recordPanel shows a process's tasks, jobs and incidents, its audit trail
 // and metrics; refresh() reads them again.
 export function recordPanel(id) {
@@ -368,7 +394,7 @@ export function recordPanel(id) {
       clear(audit).append((a.items || []).length ? h('table.list.audit-trail',
         h('thead', h('tr', ['When', 'Action', 'Node', 'User', 'Detail'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', a.items.map((e) => h('tr', { 'data-audit': e.action },
-          h('td', fmtTime(e.at)), h('td', h('code', e.action)), h('td', e.label || e.node || ''),
+          h('td', fmtTime(e.at)), h('td', { title: e.action }, AUDIT_WORDS[e.action] || e.action), h('td', e.label || e.node || ''),
           h('td', { 'data-user': e.user || '' }, e.user || ''), h('td.small', e.detail || '')))))
         : h('p.muted', 'Nothing recorded yet.'));
       clear(metrics).append((m.items || []).length ? h('table.list.metric-table',
