@@ -42,8 +42,8 @@ func Register(k *kernel.Kernel) {
 	for typ, f := range map[string]func(n *graph.Node) kernel.NodeType{
 		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n), out: outArcNames(n)} },
 		bpmn.TypeEnd:          func(n *graph.Node) kernel.NodeType { return &endNode{el: elementOf(n)} },
-		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n)} },
-		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n)} },
+		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n), out: outArcNames(n)} },
 		bpmn.TypeBoundary:     func(n *graph.Node) kernel.NodeType { return &boundaryNode{el: elementOf(n)} },
 		bpmn.TypeTask:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindTask} },
 		bpmn.TypeUserTask:     func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindWait} },
