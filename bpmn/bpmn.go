@@ -40,10 +40,10 @@ import (
 // a kernel.
 func Register(k *kernel.Kernel) {
 	for typ, f := range map[string]func(n *graph.Node) kernel.NodeType{
-		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n)} },
+		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n), out: outArcNames(n)} },
 		bpmn.TypeEnd:          func(n *graph.Node) kernel.NodeType { return &endNode{el: elementOf(n)} },
-		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n)} },
-		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n)} },
+		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n), out: outArcNames(n)} },
 		bpmn.TypeBoundary:     func(n *graph.Node) kernel.NodeType { return &boundaryNode{el: elementOf(n)} },
 		bpmn.TypeTask:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindTask} },
 		bpmn.TypeUserTask:     func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindWait} },
@@ -53,10 +53,10 @@ func Register(k *kernel.Kernel) {
 		bpmn.TypeCall:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindCall} },
 		bpmn.TypeSubProcess:   func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindSubProcess} },
 		bpmn.TypeEventSub:     func(n *graph.Node) kernel.NodeType { return &eventSubProcess{el: elementOf(n)} },
-		bpmn.TypeExclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
-		bpmn.TypeParallel:     func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
-		bpmn.TypeInclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
-		bpmn.TypeEventGateway: func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeExclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeParallel:     func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeInclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeEventGateway: func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
 	} {
 		f := f
 		typ := typ

@@ -11,13 +11,16 @@ import (
 
 // ---- start and end events
 
-type startNode struct{ el *bpmn.Element }
+type startNode struct {
+	el  *bpmn.Element
+	out []string // the names of its out-arcs (read only: shared by its tokens)
+}
 
 func (s *startNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	if s.el.Scope == nil {
 		armProcessListeners(e, t.Process)
 	}
-	complete(e, t, outArcNames(t.Node)...)
+	complete(e, t, s.out...)
 	return nil
 }
 
@@ -68,13 +71,16 @@ func (n *endNode) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kerne
 func (n *throwNode) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kernel.WorkFlags, r kernel.WorkResult) error {
 	return guard(e, func() {
 		outputs(e, t, n.el, envOf(r.Env))
-		complete(e, t, outArcNames(t.Node)...)
+		complete(e, t, n.out...)
 	})
 }
 
 // ---- intermediate events
 
-type throwNode struct{ el *bpmn.Element }
+type throwNode struct {
+	el  *bpmn.Element
+	out []string // the names of its out-arcs (read only: shared by its tokens)
+}
 
 func (n *throwNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	ev := n.el.Event
@@ -92,18 +98,21 @@ func (n *throwNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 		}
 	}
 	if !t.Complete && t.Active() {
-		complete(e, t, outArcNames(t.Node)...)
+		complete(e, t, n.out...)
 	}
 	return nil
 }
 
 func (n *throwNode) handleComplete(e *kernel.Engine, t *kernel.NodeToken, names []string, vars *kernel.Env) error {
 	outputs(e, t, n.el, vars)
-	complete(e, t, outArcNames(t.Node)...)
+	complete(e, t, n.out...)
 	return nil
 }
 
-type catchNode struct{ el *bpmn.Element }
+type catchNode struct {
+	el  *bpmn.Element
+	out []string // the names of its out-arcs (read only: shared by its tokens)
+}
 
 func (n *catchNode) guard(e *kernel.Engine, t *kernel.NodeToken) (kernel.GuardResult, error) {
 	if n.el.Event.Kind == bpmn.EventTimer {
@@ -117,7 +126,7 @@ func (n *catchNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	case bpmn.EventTimer:
 		n.fire(e, t, nil) // the guard let it through: the time has come
 	case bpmn.EventLink:
-		complete(e, t, outArcNames(t.Node)...)
+		complete(e, t, n.out...)
 	default:
 		subscribe(e, t, n.el.Event)
 	}
@@ -133,7 +142,7 @@ func (n *catchNode) handleComplete(e *kernel.Engine, t *kernel.NodeToken, names 
 func (n *catchNode) fire(e *kernel.Engine, t *kernel.NodeToken, vars *kernel.Env) {
 	raceWon(e, t)
 	outputs(e, t, n.el, vars)
-	complete(e, t, outArcNames(t.Node)...)
+	complete(e, t, n.out...)
 }
 
 // raceWon ends the other events behind an event-based gateway when one of

@@ -79,13 +79,15 @@ func resolveOutcome(e *kernel.Engine, t *kernel.NodeToken, requested []string) [
 }
 
 // gateway is the node type of the four gateways.
-type gateway struct{ el *bpmn.Element }
+type gateway struct {
+	el  *bpmn.Element
+	out []string // the names of its out-arcs (read only: shared by its tokens)
+}
 
 func (g *gateway) execute(e *kernel.Engine, t *kernel.NodeToken) error {
-	n := t.Node
 	switch g.el.Gateway {
 	case "parallel", "eventBased":
-		complete(e, t, outArcNames(n)...)
+		complete(e, t, g.out...)
 	case "exclusive":
 		complete(e, t, g.exclusive(e, t)...)
 	case "inclusive":

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -25,7 +27,13 @@ import (
 //     business error instead;
 //   - any other exit status fails the job (offered again after a back-off
 //     while retries remain) with the last lines of stderr as the message;
-//     a command killed at the end of the lease fails the same way.
+//     a command killed at the end of the lease fails the same way;
+//   - file descriptor 3 (named by VEENA_RESULTS_FD) takes intermediate
+//     results of a Petri net activity with several outputs while the
+//     command runs: one JSON object a line, "_result" its code and the
+//     other keys variables, each sent at once (see Report); a line that is
+//     not such an object, or a result refused, ends the command and fails
+//     the job.
 func Command(argv []string) (Handler, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("worker: name the command to run")
@@ -38,7 +46,12 @@ func Command(argv []string) (Handler, error) {
 		if err != nil {
 			return Result{}, NoRetry(fmt.Errorf("encode the variables: %w", err))
 		}
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cctx, stop := context.WithCancel(ctx) // stop kills the command
+		defer stop()
+		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+		// A killed command's own children may hold its output open: give
+		// them a moment, then stop waiting for it.
+		cmd.WaitDelay = time.Second
 		cmd.Stdin = bytes.NewReader(in)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout = &limited{w: &stdout, n: 16 << 20}
@@ -49,7 +62,14 @@ func Command(argv []string) (Handler, error) {
 		for k, v := range job.Headers {
 			cmd.Env = append(cmd.Env, "VEENA_HEADER_"+envName(k)+"="+v)
 		}
+		results, err := intermediate(ctx, cmd, stop)
+		if err != nil {
+			return Result{}, err
+		}
 		err = cmd.Run()
+		if rerr := results(); rerr != nil {
+			return Result{}, rerr
+		}
 		if err != nil {
 			msg := tail(stderr.String(), 5)
 			if ctx.Err() != nil {
@@ -67,6 +87,48 @@ func Command(argv []string) (Handler, error) {
 			return Result{}, fmt.Errorf("run %s: %w", argv[0], err)
 		}
 		return parseOutput(stdout.Bytes())
+	}, nil
+}
+
+// intermediate gives cmd a pipe on file descriptor 3 whose lines are
+// intermediate results, sent with Report as they come (a failure stops
+// the command). Call the function it returns after the command ended: it
+// reports the first line that could not be sent.
+func intermediate(ctx context.Context, cmd *exec.Cmd, stop func()) (func() error, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("worker: results pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Env = append(cmd.Env, "VEENA_RESULTS_FD=3")
+	done := make(chan error, 1)
+	go func() {
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		var first error
+		for sc.Scan() {
+			if first != nil || len(bytes.TrimSpace(sc.Bytes())) == 0 {
+				continue // drain, so the command is not blocked writing
+			}
+			res, err := parseOutput(sc.Bytes())
+			if err == nil {
+				err = Report(ctx, res)
+			}
+			if err != nil {
+				first = NoRetry(fmt.Errorf("intermediate result %.200q: %w", sc.Text(), err))
+				stop()
+			}
+		}
+		if err := sc.Err(); err != nil && first == nil {
+			first = NoRetry(fmt.Errorf("intermediate results: %w", err))
+			stop()
+		}
+		done <- first
+	}()
+	return func() error {
+		_ = w.Close() // with the command's end, the reader sees the end
+		return <-done
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,108 @@ func TestIntermediateResults(t *testing.T) {
 func TestReportOutsideAWorker(t *testing.T) {
 	if err := worker.Report(context.Background(), worker.Result{Result: "entry"}); !errors.Is(err, worker.ErrNoReporter) {
 		t.Fatalf("Report outside a worker: %v", err)
+	}
+}
+
+// TestCommandIntermediateResults: a command run by the worker writes the
+// LDAP search's entries to file descriptor 3 as it finds them, one JSON
+// object a line, and its final result to stdout.
+func TestCommandIntermediateResults(t *testing.T) {
+	ctx := context.Background()
+	e, err := veena.Open(ctx, veena.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, _, err := e.LoadDefinition(ctx, "ldap.pnml", []byte(netLDAP), ""); err != nil {
+		t.Fatal(err)
+	}
+	search := func() string {
+		p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "ldap"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.SendTransitionEvent(ctx, p.ID, "search", map[string]any{"base": "dc=example"}, ""); err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	run := func(script string) {
+		t.Helper()
+		h, err := worker.Command([]string{"sh", "-c", script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := worker.New(worker.FromEngine(e), worker.Config{Type: "ldap_search", Name: "w1", PollWait: 100 * time.Millisecond}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Stop(ctx) })
+	}
+
+	p := search()
+	run(`test "$VEENA_RESULTS_FD" = 3 || exit 9
+for i in 0 1 2; do echo "{\"_result\": \"entry\", \"last\": $i}" >&3; done
+echo '{"_result": "done"}'`)
+	waitState(t, e, []string{p}, "completed")
+	m, err := e.NetMarking(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Places["done"] != 1 || m.Places["entries"] != 3 || m.Variables["last"].Any() != int64(2) {
+		t.Fatalf("after the command: %+v", m)
+	}
+}
+
+// TestCommandBadIntermediateResult: a line on file descriptor 3 that is no
+// result stops the command at once and fails the job for good.
+func TestCommandBadIntermediateResult(t *testing.T) {
+	ctx := context.Background()
+	e, err := veena.Open(ctx, veena.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, _, err := e.LoadDefinition(ctx, "ldap.pnml", []byte(netLDAP), ""); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.StartProcess(ctx, veena.StartRequest{Definition: "ldap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SendTransitionEvent(ctx, p.ID, "search", map[string]any{"base": "dc=example"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	h, err := worker.Command([]string{"sh", "-c", `echo 'not json' >&3; exec sleep 20`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(worker.FromEngine(e), worker.Config{Type: "ldap_search", Name: "w1", PollWait: 100 * time.Millisecond}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(ctx)
+	for {
+		jobs, err := e.Jobs(ctx, veena.JobFilter{Process: p.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs.Items) == 1 && jobs.Items[0].State == "failed" {
+			if msg := jobs.Items[0].ErrorMessage; msg == nil || !strings.Contains(*msg, "intermediate result") {
+				t.Fatalf("failed job's message: %v", msg)
+			}
+			break
+		}
+		if time.Since(began) > 30*time.Second {
+			t.Fatalf("the job did not fail: %+v", jobs.Items)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

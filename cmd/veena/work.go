@@ -735,7 +735,13 @@ standard error as the message: it is offered again after a back-off while
 retries remain, then an incident opens. A command still running when its
 lease ends is killed and fails the same way.
 
+A Petri net activity with several outputs reports intermediate results while
+COMMAND runs: each line it writes to file descriptor 3 (VEENA_RESULTS_FD) is a
+JSON object whose "_result" code fires the arcs that take it at once, the
+other keys being variables; the job runs on until COMMAND exits.
+
   veena worker --type charge-card -- ./charge.sh
+  veena worker --type ldap_search -- sh -c 'echo "{\"_result\": \"entry\"}" >&3; echo "{\"_result\": \"done\"}"'
   veena worker --type mail --concurrency 8 -- python3 send_mail.py`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
