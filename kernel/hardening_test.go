@@ -480,6 +480,37 @@ func TestInterruptStopsCommand(t *testing.T) {
 	}
 }
 
+// TestInterruptStopsTokenLoop: an Interrupt that comes while a command
+// creates tokens without end (no token budget, no size limit) stops it
+// within budgetCheckEvery more tokens, and the command changes nothing.
+func TestInterruptStopsTokenLoop(t *testing.T) {
+	k := testKernel()
+	k.Limits.CommandTokens, k.Limits.ProcessTokens = -1, -1
+	g := mkGraph(t, "loop", N{Name: "W", Type: "wait", Start: true, Arcs: []string{"A"}}, N{Name: "A", Arcs: []string{"B"}}, N{Name: "B", Arcs: []string{"A"}})
+	p := start(t, k, g, nil)
+	before := fingerprint(p)
+	e := k.Engine(t0)
+	created, at := 0, -1
+	k.AddGlobalListener("interrupter", ListenerFunc(func(e *Engine, ev *Event) EventActions {
+		created++
+		if created == 1000 {
+			e.Interrupt(nil)
+			at = created
+		}
+		return 0
+	}), NodeTokenCreated, ArcTokenCreated)
+	err := e.Complete(token(t, p, "W"))
+	if !errors.Is(err, ErrBudgetExceeded) || !strings.Contains(err.Error(), "CommandTime") {
+		t.Fatalf("interrupted loop: %v", err)
+	}
+	if at < 0 || created-at > budgetCheckEvery {
+		t.Fatalf("interrupted at token %d, stopped at %d: more than %d tokens later", at, created, budgetCheckEvery)
+	}
+	if fingerprint(p) != before {
+		t.Fatal("the interrupted command changed the process")
+	}
+}
+
 // TestRunawayWarnings: the cycles a token can go round without reaching a
 // wait state are found, and only those.
 func TestRunawayWarnings(t *testing.T) {

@@ -349,19 +349,18 @@ func (e *Engine) Start(g *graph.Graph, env *Env) (p *Process, err error) {
 }
 
 func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentToken *NodeToken) *Process {
-	p := &Process{
-		ID:          e.k.NewID(),
-		Graph:       g,
-		State:       Created,
-		Env:         env.Clone(),
-		Parent:      parent,
-		ParentToken: parentToken,
-		CreatedAt:   e.now,
-		UpdatedAt:   e.now,
-		Dirty:       true,
-		epoch:       e.j.epoch,
+	// The process and its environment are made in one allocation.
+	pe := &struct {
+		p   Process
+		env Env
+	}{}
+	p := &pe.p
+	p.ID, p.Graph, p.State, p.Parent, p.ParentToken = e.k.NewID(), g, Created, parent, parentToken
+	p.CreatedAt, p.UpdatedAt, p.Dirty, p.epoch = e.now, e.now, true, e.j.epoch
+	if d := env.data(); d != nil {
+		pe.env.d = d.clone() // a copy of env, as Env.Clone makes
 	}
-	p.Env.adopt(p, e.j.epoch)
+	p.Env = pe.env.adopt(p, e.j.epoch)
 	if parent == nil && e.j.epoch != 0 {
 		p.journal = &e.j // a new tree: its environments find the journal here
 	}
@@ -730,7 +729,7 @@ func (e *Engine) executeQueuedArcTokens(p *Process) {
 		for p.State == Executing && p.queued() > 0 {
 			e.executeArc(p.dequeue())
 		}
-		if !e.settle(p) {
+		if len(e.k.settlers) == 0 || !e.settle(p) {
 			break
 		}
 	}
@@ -985,7 +984,9 @@ func (e *Engine) FinalizeComplete(p *Process) error {
 }
 
 func (e *Engine) finalizeComplete(p *Process) {
-	e.endChildren(p)
+	if len(p.Nested) > 0 {
+		e.endChildren(p)
+	}
 	e.saved(p)
 	p.State = Completed
 	p.Dirty = true
