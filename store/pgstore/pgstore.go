@@ -68,7 +68,8 @@ type Store struct {
 	done    chan struct{} // closed once the committers have stopped
 	closed  sync.Once
 
-	notices *notices // job notices to other engines (notices.go)
+	notices *notices    // job notices to other engines (notices.go)
+	act     activations // activations sharing statements (work.go)
 }
 
 type request struct {
