@@ -341,6 +341,9 @@ func testActions(t *testing.T, b *browser, srv e2eServer) {
 		chromedp.SetValue(chromedp.ID("event-node"), "assign"))
 	b.click("dialog [data-action=dialog-submit]")
 	b.wait("the refusal: assign is complete", `(() => { const e = document.querySelector('dialog .error-box'); return e && !e.hidden && e.innerText.length > 0; })()`)
+	if got := b.str(`document.querySelector('dialog .error-box').innerText`); !strings.HasPrefix(got, "Not delivered: ") || !strings.Contains(got, `"assign"`) || strings.Contains(got, "does not exist") {
+		t.Errorf("the refusal reads %q, want why the event was not delivered", got)
+	}
 	b.screenshot("operator-send-event-refused.png")
 	// There are three reviewer tokens: an event needs the node and would
 	// still find three; it is refused, saying so.

@@ -70,7 +70,13 @@ export async function sendEventDialog(match = {}) {
       if (node.value.trim()) req.node = node.value.trim();
       const env = attrs.value();
       if (Object.keys(env).length) req.env = env;
-      return api.sendEvent(req);
+      // Not found here means no process matched, or its token is not on
+      // that node: the server's detail says which; the generic words for
+      // not_found ("does not exist any more") would mislead.
+      return api.sendEvent(req).catch((err) => {
+        if (err.code === 'not_found' && err.detail) throw new Error(`Not delivered: ${err.detail}.`);
+        throw err;
+      });
     },
   });
   if (proc && proc.id) {
