@@ -3,6 +3,9 @@ package veena_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +122,84 @@ func TestOldRowsAreIndexed(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// TestWaitsColumnIsSmall: the waits column a process row keeps (rewritten
+// at nearly every step) is compact, a list shows from it what the process
+// itself shows, and more waits than kept are counted; a row whose waits an
+// earlier version wrote as JSON still lists where it waits.
+func TestWaitsColumnIsSmall(t *testing.T) {
+	ctx := context.Background()
+	split := func(name string, n int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `<process-definition name="%s" xmlns="http://sarasvati.googlecode.com/ProcessDefinition"><node name="start" isStart="true">`, name)
+		for i := range n {
+			fmt.Fprintf(&b, `<arc to="w%d"/>`, i)
+		}
+		b.WriteString(`</node>`)
+		for i := range n {
+			fmt.Fprintf(&b, `<node name="w%d" type="wait"><arc to="end"/></node>`, i)
+		}
+		b.WriteString(`<node name="end" joinType="and"/></process-definition>`)
+		return b.String()
+	}
+	st := memstore.New()
+	e := open(t, st, veena.Options{})
+	defer e.Close()
+	for _, d := range []struct {
+		name string
+		n    int
+	}{{"split10", 10}, {"split25", 25}} {
+		if _, _, err := e.LoadDefinition(ctx, d.name+".wf.xml", []byte(split(d.name, d.n)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := start(t, e, veena.StartRequest{Definition: "split10"})
+	tok := p.WaitingAt[0].Token
+	p, err := e.CompleteToken(ctx, tok, veena.CompleteRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := veena.StoreOf(e).Process(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the waits column of 9 tokens and a join: %d bytes", len(row.Waits))
+	if len(row.Waits) > 150 {
+		t.Errorf("the waits column of 9 tokens and a join takes %d bytes, want at most 150", len(row.Waits))
+	}
+	listed := func(id string) veena.Process {
+		t.Helper()
+		page, err := e.Processes(ctx, veena.ProcessFilter{ID: id})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("list %s: %+v %v", id, page, err)
+		}
+		return page.Items[0]
+	}
+	if got := listed(p.ID); !reflect.DeepEqual(got.WaitingAt, p.WaitingAt) || len(got.WaitingAt) != 10 || got.WaitingAt[9].Kind != veena.WaitJoin || got.WaitingAt[9].Arcs != 1 {
+		t.Errorf("listed waits\n%+v\nthe process's\n%+v", got.WaitingAt, p.WaitingAt)
+	}
+
+	// 25 tokens: the row keeps 20 and counts the others.
+	q := start(t, e, veena.StartRequest{Definition: "split25"})
+	if got := listed(q.ID); len(got.WaitingAt) != 20 || got.WaitingMore != 5 || !reflect.DeepEqual(got.WaitingAt, q.WaitingAt[:20]) {
+		t.Errorf("25 waits listed as %d and %d more", len(got.WaitingAt), got.WaitingMore)
+	}
+
+	// A row as the previous version wrote it: JSON.
+	old, err := veena.StoreOf(e).Process(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := p.WaitingAt[0].Since.UnixNano()
+	old.StoredState, old.StoredWaitNodes = old.State, old.WaitNodes
+	old.Waits = []byte(fmt.Sprintf(`{"w":[{"n":"w1","k":"token","t":2,"s":%d},{"n":"end","k":"join","t":-1,"s":%d,"a":1}],"c":3}`, since, since))
+	if err := veena.StoreOf(e).Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutProcess(ctx, old) }); err != nil {
+		t.Fatal(err)
+	}
+	got := listed(p.ID)
+	if len(got.WaitingAt) != 2 || got.WaitingAt[0].Node != "w1" || got.WaitingAt[0].Token != p.ID+".n3" || got.WaitingAt[1].Kind != veena.WaitJoin ||
+		!got.WaitingAt[0].Since.Equal(p.WaitingAt[0].Since) || got.WaitingMore != 1 {
+		t.Errorf("a JSON waits column lists as %+v (%d more)", got.WaitingAt, got.WaitingMore)
+	}
 }

@@ -379,7 +379,7 @@ func openDatabase(ctx context.Context, cfg Config, s setup, name string) (*datab
 			db.engines = append(db.engines, e)
 			if len(stores) == 1 {
 				pool := st.Pool()
-				db.server = func() time.Duration { return backendsCPU(pool, schema) }
+				db.server = func() time.Duration { return backendsCPU(pool, benchApp(schema)) }
 				db.raw = func(ctx context.Context, clients int, d time.Duration) (float64, error) {
 					return rawPostgres(ctx, pool, clients, d)
 				}
@@ -487,10 +487,10 @@ func benchApp(schema string) string { return "veena-bench:" + schema }
 // backendCPU is the CPU time used so far by the PostgreSQL backends
 // serving the engines of a run (by their application name), by process
 // id; empty if the server runs on another machine.
-func backendCPU(pool *pgxpool.Pool, schema string) map[int]time.Duration {
+func backendCPU(pool *pgxpool.Pool, app string) map[int]time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, benchApp(schema))
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
 	if err != nil {
 		return nil
 	}
@@ -506,10 +506,21 @@ func backendCPU(pool *pgxpool.Pool, schema string) map[int]time.Duration {
 }
 
 // backendsCPU is backendCPU summed.
-func backendsCPU(pool *pgxpool.Pool, schema string) time.Duration {
+func backendsCPU(pool *pgxpool.Pool, app string) time.Duration {
 	var total time.Duration
-	for _, d := range backendCPU(pool, schema) {
+	for _, d := range backendCPU(pool, app) {
 		total += d
+	}
+	return total
+}
+
+// backendCPUSince is the CPU time the backends serving the engines of a
+// run (application name app) used since start (backendCPU earlier); a
+// backend that ended meanwhile is not counted.
+func backendCPUSince(pool *pgxpool.Pool, app string, start map[int]time.Duration) time.Duration {
+	var total time.Duration
+	for pid, d := range backendCPU(pool, app) {
+		total += d - start[pid]
 	}
 	return total
 }

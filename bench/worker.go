@@ -94,8 +94,10 @@ type workerReport struct {
 	// Commits is the number of transactions the store committed while
 	// measuring (pgstore's Stats).
 	Commits int64 `json:"commits"`
-	// CPU is the CPU time the worker used while measuring.
-	CPU time.Duration `json:"cpu"`
+	// CPU is the CPU time the worker used while measuring, DBCPU that of
+	// the backends serving its connections.
+	CPU   time.Duration `json:"cpu"`
+	DBCPU time.Duration `json:"dbCpu"`
 	// Latencies are every command's latency, in microseconds (rounded).
 	Latencies []int64 `json:"latenciesMicros"`
 }
@@ -167,7 +169,7 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 		}
 	}()
 
-	opts := pgstore.Options{Schema: spec.Schema, MaxConns: spec.MaxConns, ApplicationName: benchApp(spec.Schema)}
+	opts := pgstore.Options{Schema: spec.Schema, MaxConns: spec.MaxConns, ApplicationName: workerApp(spec.Schema)}
 	if spec.GroupCommit {
 		opts.GroupCommit = 64
 	}
@@ -217,9 +219,9 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 			}
 		}
 	}()
-	t, cpu0 := time.Now(), cpustat.Self()
+	t, cpu0, db0 := time.Now(), cpustat.Self(), backendCPU(st.Pool(), workerApp(spec.Schema))
 	lat, errs, firstErr := runClients(ctx, engines, w, spec.Clients, spec.Duration, &live)
-	elapsed, cpu := time.Since(t), cpustat.Self()-cpu0
+	elapsed, cpu, dbCPU := time.Since(t), cpustat.Self()-cpu0, backendCPUSince(st.Pool(), workerApp(spec.Schema), db0)
 	close(stop)
 	pwg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -228,7 +230,7 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 	_, commits1 := st.Stats()
 	rep := &workerReport{
 		Processes: live.processes.Load(), Commands: live.commands.Load(), Errors: errs,
-		Elapsed: elapsed, Commits: commits1 - commits0, CPU: cpu, Latencies: make([]int64, len(lat)),
+		Elapsed: elapsed, Commits: commits1 - commits0, CPU: cpu, DBCPU: dbCPU, Latencies: make([]int64, len(lat)),
 	}
 	if firstErr != nil {
 		rep.FirstError = firstErr.Error()
@@ -238,6 +240,10 @@ func worker(ctx context.Context, in io.Reader, send func(workerMsg) error, errOu
 	}
 	return send(workerMsg{Result: rep})
 }
+
+// workerApp is the application name of a worker's connections: its
+// own, so that it counts the CPU of its own backends only.
+func workerApp(schema string) string { return fmt.Sprintf("%s:%d", benchApp(schema), os.Getpid()) }
 
 // workerProc is a running worker process, seen from the parent.
 type workerProc struct {
@@ -377,7 +383,6 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 		return n, c
 	})
 	defer stop()
-	dbCPU := backendsCPU(pool, schema)
 	for _, p := range procs {
 		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
 			return res, fmt.Errorf("start the workers: %w", err)
@@ -395,9 +400,7 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 				return res, err
 			}
 			if ev.msg.Result != nil {
-				if results++; results == len(procs) {
-					dbCPU = backendsCPU(pool, schema) - dbCPU
-				}
+				results++
 			}
 		case <-deadline.C:
 			return res, fmt.Errorf("no result from the workers %v after the start", cfg.Duration+2*time.Minute)
@@ -410,10 +413,10 @@ func runWorkers(ctx context.Context, cfg Config, s setup, workload string, progr
 	// Merge the workers' results.
 	var lat []time.Duration
 	var commits int64
-	var cpu time.Duration
+	var cpu, dbCPU time.Duration
 	for i, p := range procs {
 		r := p.result
-		cpu += r.CPU
+		cpu, dbCPU = cpu+r.CPU, dbCPU+r.DBCPU
 		res.Processes += r.Processes
 		res.Commands += r.Commands
 		res.Errors += r.Errors

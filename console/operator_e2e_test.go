@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -311,7 +312,10 @@ func testActions(t *testing.T, b *browser, srv e2eServer) {
 			Node      string
 			Complete  bool
 			Env       map[string]any
-			TokenSets []struct{ Name string; Member int } `json:"tokenSets"`
+			TokenSets []struct {
+				Name   string
+				Member int
+			} `json:"tokenSets"`
 		} `json:"nodeTokens"`
 	}
 	apiCall(t, srv, "GET", "/processes/"+id+"/tokens", nil, &h)
@@ -374,7 +378,36 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	if got := b.str(`document.querySelector('.badge-slot').innerText`); !strings.Contains(got, "stalled") {
 		t.Errorf("the state reads %q, want stalled", got)
 	}
+	if got := b.str(`[...document.querySelectorAll('ol.timeline li')].map((li) => li.innerText).filter((x) => x.includes('check-credit') && x.includes('completed')).join(' | ')`); !strings.Contains(got, "on no arc: its branch ends") {
+		t.Errorf("the timeline says of check-credit's completion: %q, want that it ended its branch", got)
+	}
 	b.screenshot("operator-stalled.png")
+	// The banner names the token that ended the missing branch; backtracking
+	// to it from there makes check-credit active again.
+	var hist struct {
+		NodeTokens []struct {
+			ID, Node string
+			Complete bool
+		} `json:"nodeTokens"`
+	}
+	apiCall(t, srv, "GET", "/processes/"+st.ID+"/tokens", nil, &hist)
+	credit := ""
+	for _, tk := range hist.NodeTokens {
+		if tk.Node == "check-credit" {
+			credit = tk.ID
+		}
+	}
+	b.click(fmt.Sprintf(`[data-attention=stalled] [data-action=backtrack][data-token=%q]`, credit))
+	b.wait("the backtrack dialog", `document.querySelector('dialog[open]') !== null`)
+	b.click("dialog [data-action=dialog-submit]")
+	b.wait("check-credit waits again, nothing stalled", `document.querySelector('[data-attention=stalled]') === null && document.querySelector('.token-card [data-action=complete][data-node=check-credit]') !== null`)
+	var rescued proc
+	apiCall(t, srv, "GET", "/processes/"+st.ID, nil, &rescued)
+	if rescued.Stalled || len(rescued.WaitingAt) == 0 {
+		t.Fatalf("after the backtrack from the banner: stalled %v, waiting at %v", rescued.Stalled, rescued.WaitingAt)
+	}
+	// Stall it again for the lists below.
+	apiCall(t, srv, "POST", "/node-tokens/"+activeToken(t, srv, st.ID, "check-credit")+"/complete", map[string]any{"arcs": []string{}}, nil)
 
 	// A delayed token shows until when, and completing it now warns that
 	// its guard is skipped.
@@ -397,6 +430,11 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	b.waitPage("the process whose timer failed")
 	b.wait("the timer banner (the engine fires the timer within seconds)", `(() => { const a = document.querySelector('[data-attention=timer-failed]'); return a && /paid/.test(a.innerText) && /incident/i.test(a.innerText); })()`)
 	b.screenshot("operator-timer-failed.png")
+	// Fix the cause, then resolve the incident from the banner: the guard
+	// runs again, discards the reminder, and the process ends.
+	apiCall(t, srv, "PATCH", "/processes/"+fl.ID+"/env", map[string]any{"paid": true}, nil)
+	b.click("[data-attention=timer-failed] [data-action=resolve-incident]")
+	b.wait("the banner gone, the process completed", `document.querySelector('[data-attention=timer-failed]') === null && document.querySelector('.badge-slot').innerText.includes('completed')`)
 
 	// A canceled process shows the tokens it left as stopped, offering nothing.
 	cn := startProc(t, srv, map[string]any{"definition": "approval"})
@@ -409,6 +447,11 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	}
 	if got := b.str(`[...document.querySelectorAll('table.tokens .badge')].map((x) => x.innerText).join(' ')`); strings.Contains(got, "active") {
 		t.Errorf("the history of a canceled process shows active tokens: %s", got)
+	}
+	// Every row of the history keeps its last cell (actions, here none) a
+	// table cell, bordered like the others.
+	if n := b.num(`[...document.querySelectorAll('table.tokens tbody td:last-child')].filter((td) => getComputedStyle(td).display !== 'table-cell').length`); n != 0 {
+		t.Errorf("%d action cells of the token history are not table cells", n)
 	}
 	b.screenshot("operator-canceled.png")
 }
@@ -449,6 +492,10 @@ func testLists(t *testing.T, b *browser, srv e2eServer) {
 	b.goTo("#/waiting")
 	b.waitPage("the waiting work")
 	b.wait("rows of waiting work", `document.querySelectorAll('table.waiting tbody tr').length >= 5 && document.querySelector('table.waiting').innerText.includes('review')`)
+	// Times read on a 24-hour clock, as the timeline's do, with their zone.
+	if got := b.str(`document.querySelector('table.waiting tbody tr td:nth-child(3)').innerText`); !regexp.MustCompile(`\d{4}, (?:[01]\d|2[0-3]):\d\d:\d\d \S+$`).MatchString(got) || regexp.MustCompile(`\b[AP]M\b`).MatchString(got) {
+		t.Errorf("a waiting row's time reads %q, want the date, a 24-hour time and the zone", got)
+	}
 	b.screenshot("operator-waiting.png")
 	b.goTo("#/waiting?node=review")
 	b.waitPage("waiting at review")

@@ -573,3 +573,38 @@ func TestCompleteDelayedAsksForNow(t *testing.T) {
 		t.Fatalf("after --now the process is %s", got.State)
 	}
 }
+
+// TestTimerFailureSaysWhatToDo: a delayed token whose guard fails when its
+// time comes shows on the process with its incident and the commands that
+// fix it; they work.
+func TestTimerFailureSaysWhatToDo(t *testing.T) {
+	c := newCLIEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("definitions", "load", c.file("remind.wf.xml", `<?xml version="1.0"?>
+<process-definition name="remind" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="invoice" isStart="true"><arc to="remind"/></node>
+  <node name="remind" type="wait"><guard>if paid then Discard else delay until 1 second after sent</guard></node>
+</process-definition>
+`))
+	p := c.start("remind", "--env", "paid=false", "--env", "sent="+time.Now().UTC().Format(time.RFC3339))
+	c.ok("processes", "env", p.ID, "paid=")
+	var out string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if out = c.ok("processes", "show", p.ID); strings.Contains(out, "TIMER FAILED") || time.Now().After(deadline) {
+			break
+		}
+	}
+	m := regexp.MustCompile(`veena incidents resolve (\S+\.i\d+)\n`).FindStringSubmatch(out)
+	if !strings.Contains(out, `predicate "paid"`) || !strings.Contains(out, "veena processes env "+p.ID+" NAME=VALUE") || m == nil {
+		t.Fatalf("show of a process whose timer failed:\n%s", out)
+	}
+	c.ok("processes", "env", p.ID, "paid=true")
+	c.ok("incidents", "resolve", m[1])
+	if got, _ := c.eng.Process(context.Background(), p.ID); got.State != "completed" {
+		t.Fatalf("after the fix and the resolve the process is %s:\n%s", got.State, c.ok("processes", "show", p.ID))
+	}
+}

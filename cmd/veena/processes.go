@@ -514,7 +514,8 @@ func showProcess(ctx context.Context, c *client, out io.Writer, p *veena.Process
 	for _, f := range p.TimerFailures {
 		fmt.Fprintf(out, "  TIMER FAILED: the guard of token %s on %s failed at %s: %s\n", f.Token, f.Node, stamp(f.At), f.Message)
 		if f.Incident != "" {
-			fmt.Fprintf(out, "    incident %s is open: fix the cause (veena processes env), then resolve it to run the guard again\n", f.Incident)
+			fmt.Fprintf(out, "    incident %s is open: fix the cause (veena processes env %s NAME=VALUE), then run the guard again:\n", f.Incident, p.ID)
+			fmt.Fprintf(out, "      veena incidents resolve %s\n", f.Incident)
 		} else {
 			fmt.Fprintf(out, "    %d attempt(s); it is tried again later\n", f.Attempts)
 		}

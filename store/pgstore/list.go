@@ -14,6 +14,10 @@ var dialect = sqlstore.Dialect{
 	Param:      func(n int) string { return "$" + strconv.Itoa(n) },
 	NoSnapshot: "''::bytea",
 	True:       "TRUE",
+	// A column of its own, not waits IS NULL: a predicate on waits, which
+	// changes at nearly every step, would keep every update of a process
+	// row from being a heap-only tuple (migration 013).
+	Unindexed: "unindexed",
 }
 
 // CountProcesses counts the processes f selects, up to limit.

@@ -68,7 +68,8 @@ type Store struct {
 	done    chan struct{} // closed once the committers have stopped
 	closed  sync.Once
 
-	notices *notices // job notices to other engines (notices.go)
+	notices *notices    // job notices to other engines (notices.go)
+	act     activations // activations sharing statements (work.go)
 }
 
 type request struct {
@@ -690,25 +691,25 @@ func (t *tx) PutProcess(ctx context.Context, p *store.Process) error {
 	switch f := p.FirstEvents; {
 	case p.StoredState != "":
 		t.writeRoot(p.ID, `UPDATE processes SET state = $2, env = $3, snapshot = $4, event_seq = $5, updated_at = $6,
-			tree_version = $7, context = $8, waits = $9, stalled = $10 WHERE id = $1`,
-			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c, p.Waits, p.Stalled)
+			tree_version = $7, context = $8, waits = $9, stalled = $10, unindexed = $11 WHERE id = $1`,
+			p.ID, p.State, p.Env, p.Snapshot, p.EventSeq, p.UpdatedAt.UnixNano(), p.TreeVersion, c, p.Waits, p.Stalled, p.Waits == nil)
 	case f != nil && f.First == 1:
 		// A new row keeps the events of its first command: one row
 		// inserted, not two. The engine sends them only with a row it
 		// creates, so a row that exists already is a conflict.
-		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`, first_events)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`, unindexed, first_events)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
 			p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
-			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, p.Waits, p.Stalled, f.Data)
+			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, p.Waits, p.Stalled, p.Waits == nil, f.Data)
 		t.writeWaits(p)
 		return nil
 	default:
-		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		t.write(rowKey("processes", p.ID), `INSERT INTO processes (`+sqlstore.ProcessColumns+`, unindexed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, env = excluded.env, snapshot = excluded.snapshot,
 		event_seq = excluded.event_seq, updated_at = excluded.updated_at, tree_version = excluded.tree_version, context = excluded.context,
-		waits = excluded.waits, stalled = excluded.stalled`,
+		waits = excluded.waits, stalled = excluded.stalled, unindexed = excluded.unindexed`,
 			p.ID, p.Root, p.Parent, p.ParentToken, p.Position, p.Definition, p.Version, p.State, c, p.Env, p.Snapshot,
-			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, p.Waits, p.Stalled)
+			p.EventSeq, p.CreatedAt.UnixNano(), p.UpdatedAt.UnixNano(), p.TreeVersion, p.Waits, p.Stalled, p.Waits == nil)
 	}
 	t.writeWaits(p)
 	if p.FirstEvents != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,26 +122,189 @@ func qualified(alias, columns string) string {
 	return strings.Join(cols, ", ")
 }
 
+// qActivateMany is qActivate for several activations of one type at
+// once: slot k of the arrays $1 (workers) and $2 (lease ends) gets the
+// k-th job in order, and each row returned says its slot (n).
+var qActivateMany = `WITH slot AS (
+		SELECT worker, until, n FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS s(worker, until, n)),
+	c AS (
+		SELECT id, row_number() OVER (ORDER BY avail, id) AS n FROM (
+			SELECT id, ` + sqlstore.AvailableAt + ` AS avail FROM jobs
+			WHERE type = $3 AND state IN ('open', 'leased') AND ` + sqlstore.AvailableAt + ` <= $4
+			ORDER BY ` + sqlstore.AvailableAt + `, id LIMIT $5 FOR UPDATE SKIP LOCKED) x)
+	UPDATE jobs j SET state = 'leased', worker = slot.worker, locked_until = slot.until, rev = j.rev + 1
+	FROM c JOIN slot ON slot.n = c.n WHERE j.id = c.id
+	RETURNING c.n, ` + qualified("j", sqlstore.JobColumns)
+
+// activations gathers the activations waiting for a statement, by job
+// type: while the statements of a type run (at most activationRounds),
+// the activations of that type that arrive meanwhile wait and then share
+// the next one, so that many
+// workers polling at once cost one round trip and one commit, not one
+// each.
+type activations struct {
+	mu      sync.Mutex
+	waiting map[string][]*activation
+	running map[string]int // rounds running, by type
+}
+
+// activationRounds is how many statements of one type may run at once:
+// with two, the activations arriving while one runs wait for at most the
+// end of the other.
+const activationRounds = 2
+
+// activation is one ActivateJobs call waiting for its statement.
+type activation struct {
+	a    store.Activation
+	done chan activated // buffered
+}
+
+type activated struct {
+	jobs []*store.Job
+	err  error
+}
+
+// activateTimeout bounds one activation statement. The statement does not
+// stop when a caller goes away: the jobs it leases are handed to that
+// caller, which offers them again (see veena's ActivateJobs).
+const activateTimeout = 30 * time.Second
+
 // ActivateJobs leases available jobs.
 func (s *Store) ActivateJobs(ctx context.Context, a store.Activation) ([]*store.Job, error) {
 	if a.Max <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, qActivate, a.Worker, a.Now.Add(a.LockFor).UnixNano(), a.Type, a.Now.UnixNano(), int64(a.Max))
-	if err != nil {
-		return nil, classify(err)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	out, err := scanJobs(rows)
-	if err != nil {
-		return nil, classify(err)
+	r := &activation{a: a, done: make(chan activated, 1)}
+	act := &s.act
+	act.mu.Lock()
+	if act.waiting == nil {
+		act.waiting, act.running = map[string][]*activation{}, map[string]int{}
 	}
+	act.waiting[a.Type] = append(act.waiting[a.Type], r)
+	lead := act.running[a.Type] < activationRounds
+	if lead {
+		act.running[a.Type]++
+	}
+	act.mu.Unlock()
+	if lead {
+		go s.activateRounds(a.Type)
+	}
+	res := <-r.done
+	return res.jobs, res.err
+}
+
+// activateRounds runs statements for the activations of a type until
+// none waits.
+func (s *Store) activateRounds(typ string) {
+	act := &s.act
+	for {
+		act.mu.Lock()
+		batch := act.waiting[typ]
+		delete(act.waiting, typ)
+		if len(batch) == 0 {
+			if act.running[typ]--; act.running[typ] == 0 {
+				delete(act.running, typ)
+			}
+			act.mu.Unlock()
+			return
+		}
+		act.mu.Unlock()
+		s.activateRound(batch)
+	}
+}
+
+// activateRound leases jobs for a batch of activations of one type in one
+// statement: the earlier activations get the earlier jobs.
+func (s *Store) activateRound(batch []*activation) {
+	ctx, cancel := context.WithTimeout(context.Background(), activateTimeout)
+	defer cancel()
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- activated{err: classify(err)}
+		}
+	}
+	if len(batch) == 1 {
+		a := batch[0].a
+		rows, err := s.pool.Query(ctx, qActivate, a.Worker, a.Now.Add(a.LockFor).UnixNano(), a.Type, a.Now.UnixNano(), int64(a.Max))
+		if err != nil {
+			fail(err)
+			return
+		}
+		out, err := scanJobs(rows)
+		if err != nil {
+			fail(err)
+			return
+		}
+		sortJobs(out)
+		batch[0].done <- activated{jobs: out}
+		return
+	}
+	var workers []string
+	var untils []int64
+	var owners []int // the activation of each slot
+	now := batch[0].a.Now
+	for i, r := range batch {
+		if r.a.Now.After(now) {
+			now = r.a.Now
+		}
+		for range r.a.Max {
+			workers = append(workers, r.a.Worker)
+			untils = append(untils, r.a.Now.Add(r.a.LockFor).UnixNano())
+			owners = append(owners, i)
+		}
+	}
+	rows, err := s.pool.Query(ctx, qActivateMany, workers, untils, batch[0].a.Type, now.UnixNano(), int64(len(owners)))
+	if err != nil {
+		fail(err)
+		return
+	}
+	out := make([][]*store.Job, len(batch))
+	for rows.Next() {
+		var n int64
+		j, err := sqlstore.ScanJob(slotRow{rows, &n})
+		if err != nil {
+			rows.Close()
+			fail(err)
+			return
+		}
+		if n < 1 || int(n) > len(owners) {
+			rows.Close()
+			fail(fmt.Errorf("activation slot %d of %d", n, len(owners)))
+			return
+		}
+		i := owners[n-1]
+		out[i] = append(out[i], j)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		fail(err)
+		return
+	}
+	for i, r := range batch {
+		sortJobs(out[i])
+		r.done <- activated{jobs: out[i]}
+	}
+}
+
+// slotRow scans a row of qActivateMany: the slot, then the job.
+type slotRow struct {
+	rows pgx.Rows
+	n    *int64
+}
+
+func (r slotRow) Scan(dest ...any) error { return r.rows.Scan(append([]any{r.n}, dest...)...) }
+
+// sortJobs orders leased jobs as ActivateJobs returns them.
+func sortJobs(out []*store.Job) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].DueAt.Equal(out[j].DueAt) {
 			return out[i].DueAt.Before(out[j].DueAt)
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, nil
 }
 
 // ExpireLeases opens the jobs whose lease ran out.

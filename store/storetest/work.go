@@ -278,7 +278,13 @@ func testConcurrentActivation(t *testing.T, s store.Store) {
 					return
 				}
 				mu.Lock()
+				if len(got) > 3 {
+					errs <- fmt.Errorf("w%d asked for 3 jobs and got %d", w, len(got))
+				}
 				for _, j := range got {
+					if j.Worker != fmt.Sprint("w", w) || j.State != store.JobLeased || !j.LockedUntil.Equal(t0.Add(time.Hour)) {
+						errs <- fmt.Errorf("w%d got job %s %s by %s until %v", w, j.ID, j.State, j.Worker, j.LockedUntil)
+					}
 					if prev, ok := leased[j.ID]; ok {
 						errs <- fmt.Errorf("job %s leased to %s and %s", j.ID, prev, j.Worker)
 					}

@@ -5,7 +5,7 @@
 import { isSchemaDefinition, schemaPanel } from './schema.js';
 import { isBPMNDefinition, bpmnPanel } from './bpmn.js';
 import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
-import { recordPanel } from './work.js';
+import { recordPanel, workApi } from './work.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
@@ -197,15 +197,57 @@ export async function processView(el, id, session) {
         h('ul', (p.stall || []).map((j) => h('li', { 'data-join': j.node },
           h('strong', j.external ? `${j.external} / ${j.node}` : j.node), ` (${j.join} join): arrived from `,
           arcsWords(j.waiting), '; still needs ', arcsWords(j.missing), '.'))),
-        session.canAct ? h('p.small', 'Backtrack to a completed token below to run its branch again, or cancel the process.') : null));
+        session.canAct ? rescueButtons(p) : null));
     }
     for (const f of p.timerFailures || []) {
+      const act = session.canAct && executing() && f.incident;
       attention.append(h('div.alert.failed', { 'data-attention': 'timer-failed', 'data-token': f.token },
         h('strong', 'A timer failed. '), `The guard of the delayed token on ${f.node || f.token} failed at ${fmtTime(f.at)}: `,
         h('code', f.message),
         f.incident
           ? h('p.small', `Incident ${f.incident} is open on the token: fix the cause (for instance the process environment), then resolve the incident to run the guard again.`)
-          : h('p.small', `Tried ${f.attempts} time${f.attempts === 1 ? '' : 's'}; it is tried again later.`)));
+          : h('p.small', `Tried ${f.attempts} time${f.attempts === 1 ? '' : 's'}; it is tried again later.`),
+        act ? h('div.rescue',
+          h('button.small', { type: 'button', 'data-action': 'fix-env', onclick: editProcessEnv }, 'Edit the process environment…'), ' ',
+          h('button.primary.small', { type: 'button', 'data-action': 'resolve-incident', 'data-incident': f.incident, onclick: (e) => resolveIncident(e.currentTarget, f) },
+            'Resolve: run the guard again')) : null));
+    }
+  }
+
+  // For each arc a stalled join still needs, the last token of the node it
+  // leaves that ended its branch: backtracking to it runs the branch again.
+  function rescueButtons(p) {
+    const canBacktrack = executing() && !schema && !bpmn && !net;
+    const seen = new Set();
+    const buttons = [];
+    for (const j of p.stall || []) {
+      for (const a of j.missing || []) {
+        const t = state.tokens.nodeTokens.filter((x) => x.node === a.from && (x.external || '') === (a.fromExternal || '') &&
+          x.complete && x.executionType === 'forward').pop();
+        if (!t || seen.has(t.id)) continue;
+        seen.add(t.id);
+        const discarded = t.guardAction === 'discard';
+        buttons.push(h('li', { 'data-rescue': t.id },
+          canBacktrack ? h('button.small', { type: 'button', 'data-action': 'backtrack', 'data-token': t.id, onclick: () => backtrackDialog(t) },
+            `Backtrack to ${nodeLabel(t)}…`) : h('strong', nodeLabel(t)), ' ',
+          h('span.small', discarded
+            ? 'its guard discarded the token: change what the guard reads first (the process environment), or it is discarded again'
+            : `ended the branch ${fmtTime(t.completedAt)}`)));
+      }
+    }
+    if (!buttons.length) return h('p.small', 'Backtrack to a completed token below to run its branch again, or cancel the process.');
+    return h('div.rescue', h('p.small', 'To run a missing branch again, backtrack to the token that ended it, or cancel the process:'), h('ul.rescue-list', buttons));
+  }
+
+  async function resolveIncident(btn, f) {
+    btn.disabled = true;
+    try {
+      await workApi.resolve(f.incident, {});
+      toast(`Resolved incident ${f.incident}: the guard runs again.`, 'ok');
+      await refresh();
+    } catch (err) {
+      btn.disabled = false;
+      errorToast(err);
     }
   }
 
@@ -295,7 +337,8 @@ export async function processView(el, id, session) {
       const li = h('li', { class: `ev ${eventKind(ev.type)}${fresh}`, 'data-seq': ev.seq, 'data-type': ev.type },
         h('time', { datetime: ev.at || '' }, fmtClock(ev.at)),
         h('span.ev-what', where ? h('strong', where) : null, where ? ' ' : '', what,
-          ev.arcNames && ev.arcNames.length ? ` on ${ev.arcNames.map((x) => (x === null ? 'the default arc' : `“${x}”`)).join(', ')}` : ''));
+          ev.arcNames && ev.arcNames.length ? ` on ${ev.arcNames.map((x) => (x === null ? 'the default arc' : `“${x}”`)).join(', ')}` : '',
+          ev.type === 'NODE_TOKEN_COMPLETED' && Array.isArray(ev.arcNames) && !ev.arcNames.length ? ' on no arc: its branch ends' : ''));
       li.title = ev.type;
       if (t) {
         li.tabIndex = 0;

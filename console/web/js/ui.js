@@ -46,8 +46,11 @@ export function fmtTime(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
+  // A 24-hour clock like the timeline's, and the zone, so that times on a
+  // page read alike and beside the command line's (which says its zone).
   return d.toLocaleString(undefined, {
     year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    hourCycle: 'h23', timeZoneName: 'short',
   });
 }
 

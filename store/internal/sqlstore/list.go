@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -19,6 +20,9 @@ type Dialect struct {
 	NoSnapshot string
 	// True is the literal the stalled column holds for true.
 	True string
+	// Unindexed is the condition that selects rows written without where
+	// they wait (Filter.Unindexed); "waits IS NULL" if empty.
+	Unindexed string
 }
 
 // builder collects the conditions and arguments of a query.
@@ -127,7 +131,7 @@ func (b *builder) filter(f store.Filter) {
 		b.where = append(b.where, "id <= "+b.arg(f.MaxID))
 	}
 	if f.Unindexed {
-		b.where = append(b.where, "waits IS NULL")
+		b.where = append(b.where, cmp.Or(b.d.Unindexed, "waits IS NULL"))
 	}
 }
 
