@@ -14,7 +14,7 @@ import (
 // Whatever the command creates is simply dropped: restoring a process
 // restores the lengths of its token, event and token-set lists. On success
 // the journal is forgotten; the happy path pays one comparison per change
-// and one copy per object a command changes.
+// of a token or an environment and one copy per object a command changes.
 //
 // Processes are saved when the command comes to them rather than at each
 // change, for the token game changes its process at every step: a command
