@@ -1,32 +1,37 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/url"
 
 	"github.com/spf13/cobra"
 	veena "github.com/veena-wf/veena"
 )
 
-// The operations of Sarasvati's engine beyond start, complete, backtrack
-// and cancel: finalising a process a listener left pending, running the
-// arc tokens an asynchronous completion queued, re-evaluating a delayed
-// token now.
+// idAction is a command that acts on one process or one node token, named
+// by any unique start of its id: it posts an empty body to the action's
+// path below the id and shows the process the answer holds. Each has
+// --idempotency-key and -o.
+type idAction struct {
+	use, short, long, example string
+	token                     bool   // the argument is a node token id (else a process id)
+	action                    string // the path segment after the id
+	// choose, if set, picks the action from the process instead.
+	choose func(ctx context.Context, c *client, id string) (string, error)
+	// print, if set, shows the answer unless JSON is asked for.
+	print func(w io.Writer, p *veena.Process)
+}
 
-// newFinalizeCmd is "processes finalize ID".
-func newFinalizeCmd(cf *clientFlags) *cobra.Command {
+func (a idAction) command(cf *clientFlags) *cobra.Command {
 	var key string
 	var out outputFlag
 	cmd := &cobra.Command{
-		Use:   "finalize ID",
-		Short: "End a process a listener left pending completion or pending cancel",
-		Long: `End a process that a listener left pending completion (it completes) or pending
-cancel (it is canceled): the step a listener delayed when the process reached its
-end, or was canceled. A process in any other state is refused
-(process_not_executing).
-
-` + idHelp,
-		Example: `  veena processes finalize 0192f7c4`,
+		Use:     a.use,
+		Short:   a.short,
+		Long:    a.long + "\n\n" + idHelp,
+		Example: a.example,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
@@ -36,28 +41,33 @@ end, or was canceled. A process in any other state is refused
 			if err != nil {
 				return err
 			}
-			id, err := resolveProcess(cmd.Context(), c, args[0])
+			ctx := cmd.Context()
+			resolve, base := resolveProcess, "/api/v1/processes/"
+			if a.token {
+				resolve, base = resolveToken, "/api/v1/node-tokens/"
+			}
+			id, err := resolve(ctx, c, args[0])
 			if err != nil {
 				return err
 			}
-			var p veena.Process
-			if err := c.getJSON(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id), nil, &p); err != nil {
-				return err
+			action := a.action
+			if a.choose != nil {
+				if action, err = a.choose(ctx, c, id); err != nil {
+					return err
+				}
 			}
-			var op string
-			switch p.State {
-			case "pending_completion":
-				op = "finalize-complete"
-			case "pending_cancel":
-				op = "finalize-cancel"
-			default:
-				return fmt.Errorf("veena: process %s is %s: only a process pending completion or pending cancel can be finalised", id, p.State)
-			}
-			done, err := c.command(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/"+op, struct{}{}, key)
+			p, err := c.command(ctx, base+url.PathEscape(id)+"/"+action, struct{}{}, key)
 			if err != nil {
 				return err
 			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), done, out.format)
+			switch {
+			case a.print == nil:
+				return showProcess(ctx, c, cmd.OutOrStdout(), p, out.format)
+			case out.format == "json":
+				return printJSON(cmd.OutOrStdout(), p)
+			}
+			a.print(cmd.OutOrStdout(), p)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
@@ -65,80 +75,69 @@ end, or was canceled. A process in any other state is refused
 	return cmd
 }
 
-// newExecuteQueuedCmd is "processes execute-queued ID".
-func newExecuteQueuedCmd(cf *clientFlags) *cobra.Command {
-	var key string
-	var out outputFlag
-	cmd := &cobra.Command{
-		Use:   "execute-queued ID",
-		Short: "Run the arc tokens that asynchronous completions left pending",
-		Long: `Run the arc tokens that asynchronous completions (veena node-tokens complete
+// The operations of Sarasvati's engine beyond start and complete:
+// cancelling, backtracking, finalising a process a listener left pending,
+// running the arc tokens an asynchronous completion queued, re-evaluating a
+// delayed token now.
+
+var cancelAction = idAction{
+	use:    "cancel ID",
+	short:  "Cancel a process (and its active nested processes)",
+	long:   "Cancel a process (and its active nested processes).",
+	action: "cancel",
+	print:  func(w io.Writer, p *veena.Process) { fmt.Fprintf(w, "Process %s is %s\n", p.ID, p.State) },
+}
+
+var backtrackAction = idAction{
+	use:    "backtrack TOKEN_ID",
+	short:  "Backtrack the process to a completed node token",
+	long:   "Backtrack the process to a completed node token: what followed it is undone and\nthe token's node is active again.",
+	token:  true,
+	action: "backtrack",
+}
+
+var finalizeAction = idAction{
+	use:   "finalize ID",
+	short: "End a process a listener left pending completion or pending cancel",
+	long: `End a process that a listener left pending completion (it completes) or pending
+cancel (it is canceled): the step a listener delayed when the process reached its
+end, or was canceled. A process in any other state is refused
+(process_not_executing).`,
+	example: `  veena processes finalize 0192f7c4`,
+	choose: func(ctx context.Context, c *client, id string) (string, error) {
+		var p veena.Process
+		if err := c.getJSON(ctx, "/api/v1/processes/"+url.PathEscape(id), nil, &p); err != nil {
+			return "", err
+		}
+		switch p.State {
+		case "pending_completion":
+			return "finalize-complete", nil
+		case "pending_cancel":
+			return "finalize-cancel", nil
+		}
+		return "", fmt.Errorf("veena: process %s is %s: only a process pending completion or pending cancel can be finalised", id, p.State)
+	},
+}
+
+var executeQueuedAction = idAction{
+	use:   "execute-queued ID",
+	short: "Run the arc tokens that asynchronous completions left pending",
+	long: `Run the arc tokens that asynchronous completions (veena node-tokens complete
 --async) left pending, in the order they were queued; the process runs until
-every token waits.
-
-` + idHelp,
-		Example: `  veena node-tokens complete 0192f7c4.n2 --async
+every token waits.`,
+	example: `  veena node-tokens complete 0192f7c4.n2 --async
   veena processes execute-queued 0192f7c4`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.check(); err != nil {
-				return err
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			id, err := resolveProcess(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			p, err := c.command(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/execute-queued", struct{}{}, key)
-			if err != nil {
-				return err
-			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, out.format)
-		},
-	}
-	cmd.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
-	out.add(cmd)
-	return cmd
+	action: "execute-queued",
 }
 
-// newReevaluateCmd is "node-tokens reevaluate TOKEN_ID".
-func newReevaluateCmd(cf *clientFlags) *cobra.Command {
-	var key string
-	var out outputFlag
-	cmd := &cobra.Command{
-		Use:   "reevaluate TOKEN_ID",
-		Short: "Run a delayed token's guard again now, without waiting for its time",
-		Long: `Run the guard of a delayed node token again now instead of at the time it was
+var reevaluateAction = idAction{
+	use:   "reevaluate TOKEN_ID",
+	short: "Run a delayed token's guard again now, without waiting for its time",
+	long: `Run the guard of a delayed node token again now instead of at the time it was
 delayed until: it accepts, discards, skips or delays the token again. A token
-that is not delayed is refused (token_not_delayed).
-
-` + idHelp,
-		Example: `  veena processes env 0192f7c4 ready=true
+that is not delayed is refused (token_not_delayed).`,
+	example: `  veena processes env 0192f7c4 ready=true
   veena node-tokens reevaluate 0192f7c4.n2`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := out.check(); err != nil {
-				return err
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			id, err := resolveToken(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id)+"/reevaluate", struct{}{}, key)
-			if err != nil {
-				return err
-			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, out.format)
-		},
-	}
-	cmd.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
-	out.add(cmd)
-	return cmd
+	token:  true,
+	action: "reevaluate",
 }

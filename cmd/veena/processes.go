@@ -340,38 +340,7 @@ first (--newest: newest first); the filters of veena processes list select them
 	}
 	showOut.add(show)
 
-	var cancelKey string
-	var cancelOut outputFlag
-	cancel := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a process (and its active nested processes)",
-		Long:  "Cancel a process (and its active nested processes).\n\n" + idHelp,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cancelOut.check(); err != nil {
-				return err
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			id, err := resolveProcess(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			p, err := c.command(cmd.Context(), "/api/v1/processes/"+url.PathEscape(id)+"/cancel", struct{}{}, cancelKey)
-			if err != nil {
-				return err
-			}
-			if cancelOut.format == "json" {
-				return printJSON(cmd.OutOrStdout(), p)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Process %s is %s\n", p.ID, p.State)
-			return nil
-		},
-	}
-	cancel.Flags().StringVar(&cancelKey, "idempotency-key", "", "a key that makes a retry return the first result")
-	cancelOut.add(cancel)
+	cancel := cancelAction.command(cf)
 
 	var tokOut outputFlag
 	var tokFormat string
@@ -459,7 +428,7 @@ completed into, else the node they lead to.
 		"Show the process environment, or merge attributes into it (NAME= with no value removes one)",
 		"/api/v1/processes/", resolveProcess)
 
-	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd, newFinalizeCmd(cf), newExecuteQueuedCmd(cf))
+	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd, finalizeAction.command(cf), executeQueuedAction.command(cf))
 	return cmd
 }
 

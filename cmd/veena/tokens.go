@@ -140,34 +140,7 @@ for veena processes execute-queued (Sarasvati's asynchronous completion).
 	complete.Flags().StringArrayVar(&trans, "transient", nil, "transient token attribute NAME=VALUE for this command only, repeatable (never stored)")
 	compOut.add(complete)
 
-	var btKey string
-	var btOut outputFlag
-	backtrack := &cobra.Command{
-		Use:   "backtrack TOKEN_ID",
-		Short: "Backtrack the process to a completed node token",
-		Long:  "Backtrack the process to a completed node token: what followed it is undone and\nthe token's node is active again.\n\n" + idHelp,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := btOut.check(); err != nil {
-				return err
-			}
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
-			id, err := resolveToken(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			p, err := c.command(cmd.Context(), "/api/v1/node-tokens/"+url.PathEscape(id)+"/backtrack", struct{}{}, btKey)
-			if err != nil {
-				return err
-			}
-			return showProcess(cmd.Context(), c, cmd.OutOrStdout(), p, btOut.format)
-		},
-	}
-	backtrack.Flags().StringVar(&btKey, "idempotency-key", "", "a key that makes a retry return the first result")
-	btOut.add(backtrack)
+	backtrack := backtrackAction.command(cf)
 
 	var showOut outputFlag
 	show := &cobra.Command{
@@ -227,7 +200,7 @@ for veena processes execute-queued (Sarasvati's asynchronous completion).
 		"Show the token's environment, or merge attributes into it (NAME= removes one)",
 		"/api/v1/node-tokens/", resolveToken)
 
-	cmd.AddCommand(complete, backtrack, show, envCmd, newReevaluateCmd(cf))
+	cmd.AddCommand(complete, backtrack, show, envCmd, reevaluateAction.command(cf))
 	return cmd
 }
 
