@@ -127,21 +127,28 @@ func open(t *testing.T, st store.Store, b *bot, files ...string) *harness {
 
 const botFile = "../format/schema/testdata/valid/order-status-bot.yaml"
 
-// settle waits until no instance has an action running (the actions run
-// after commit, outside the caller's command).
+// settle waits until no instance, nor any child of one, has an action
+// running or about to start (the actions run after commit, outside the
+// caller's command; a parent may wait for an event from a child that is
+// still at work).
 func (h *harness) settle(ids ...string) {
 	h.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		busy := ""
-		for _, id := range ids {
+		for i := 0; i < len(ids); i++ {
+			id := ids[i]
 			in, err := h.rt.Nodes(context.Background(), id)
 			if err != nil {
 				h.t.Fatal(err)
 			}
 			for _, n := range in.Nodes {
+				ids = append(ids, n.Children...)
 				for _, a := range n.Actions {
-					if a.State == schema.ActionRunning || (a.State == schema.ActionRetrying && a.Due != nil && !a.Due.After(h.clock.Now())) {
+					// An action not yet started (its visit has just begun,
+					// the next step starts it) is work still to come.
+					pending := a.State == schema.ActionPending && n.State == schema.NodeRunning
+					if pending || a.State == schema.ActionRunning || (a.State == schema.ActionRetrying && a.Due != nil && !a.Due.After(h.clock.Now())) {
 						busy = fmt.Sprintf("%s: %s/%s %s", id, n.Node, a.Name, a.State)
 					}
 				}
@@ -157,6 +164,26 @@ func (h *harness) settle(ids ...string) {
 		}
 		if time.Now().After(deadline) {
 			h.t.Fatalf("instances do not settle: %s", busy)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ended waits until an instance has ended (its last step may come from a
+// child's event, which settle cannot see coming).
+func (h *harness) ended(id string) {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p, err := h.e.Process(context.Background(), id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if p.State != "executing" {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("instance %s has not ended", id)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
