@@ -159,6 +159,15 @@ func (h *harness) settle(ids ...string) {
 			}
 			_ = p
 		}
+		// A child's event to its parent waits in the parent's inbox
+		// until it is applied.
+		if busy == "" {
+			if n, err := h.e.WaitingCommands(context.Background()); err != nil {
+				h.t.Fatal(err)
+			} else if n > 0 {
+				busy = fmt.Sprintf("%d commands in the inboxes", n)
+			}
+		}
 		if busy == "" {
 			return
 		}
