@@ -62,6 +62,11 @@ func resolveJob(ctx context.Context, c *client, arg string) (string, error) {
 	return resolveChild(ctx, c, arg, 'j', "job")
 }
 
+// resolveArcToken does the same for an arc token id: PROCESS.aN.
+func resolveArcToken(ctx context.Context, c *client, arg string) (string, error) {
+	return resolveChild(ctx, c, arg, 'a', "arc token")
+}
+
 func resolveIncident(ctx context.Context, c *client, arg string) (string, error) {
 	return resolveChild(ctx, c, arg, 'i', "incident")
 }
@@ -72,7 +77,11 @@ func resolveChild(ctx context.Context, c *client, arg string, kind byte, what st
 	sep := "." + string(kind)
 	i := strings.LastIndex(arg, sep)
 	if i <= 0 || i+2 == len(arg) || strings.Trim(arg[i+2:], "0123456789") != "" {
-		return "", fmt.Errorf("veena: %q is not a %s id: want PROCESS%sN (the process id, or the start of it, then %s and the %s's number)", arg, what, sep, sep, what)
+		article := "a"
+		if strings.ContainsRune("aeiou", rune(what[0])) {
+			article = "an"
+		}
+		return "", fmt.Errorf("veena: %q is not %s %s id: want PROCESS%sN (the process id, or the start of it, then %s and the %s's number)", arg, article, what, sep, sep, what)
 	}
 	pid, err := resolveProcess(ctx, c, arg[:i])
 	if err != nil {

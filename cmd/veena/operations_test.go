@@ -44,6 +44,13 @@ func TestKernelOperationCommands(t *testing.T) {
 		}
 		return 0
 	}), kernel.ProcessStarted, kernel.NodeTokenCompleted)
+	// "later" delays the execution of its node B until it is executed.
+	k.AddDefinitionListener("later", "slow", kernel.ListenerFunc(func(_ *kernel.Engine, ev *kernel.Event) kernel.EventActions {
+		if t := ev.NodeToken(); t != nil && t.Node.Name == "B" {
+			return kernel.DelayNodeExecution
+		}
+		return 0
+	}), kernel.NodeTokenAccepted)
 	took := func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -62,6 +69,8 @@ func TestKernelOperationCommands(t *testing.T) {
 	for name, src := range map[string]string{
 		"held": `<node name="A" type="wait" isStart="true"/>`,
 		"abc":  `<node name="A" type="wait" isStart="true"><arc to="B"/></node><node name="B" type="wait"><arc to="C"/></node><node name="C" type="wait"/>`,
+		"later": `<node name="A" type="wait" isStart="true"><arc to="B"/></node><node name="B"><arc to="C"/></node><node name="C" type="wait"/>`,
+		"join":  `<node name="A" type="wait" isStart="true"><arc to="J"/></node><node name="B" type="wait" isStart="true"><arc to="J"/></node><node name="J" joinType="and" type="wait"/>`,
 		"delayed": `<node name="A" type="wait" isStart="true"><arc to="G"/></node>
   <node name="G" type="wait"><guard>if ready then Accept else delay until 1 day after now</guard></node>`,
 	} {
@@ -191,6 +200,35 @@ func TestKernelOperationCommands(t *testing.T) {
 		t.Fatalf("G re-evaluated when ready is still delayed: %s", out)
 	}
 	refused("(token_not_delayed)", "node-tokens", "reevaluate", g)
+
+	// Executing a node whose execution the listener delayed.
+	l := start("later")
+	ok("node-tokens", "complete", l.ID+".n1")
+	if got := tokens(l.ID); got != "A:C B:I" {
+		t.Fatalf("B's execution is not delayed: %s", got)
+	}
+	if out := ok("node-tokens", "execute", l.ID[:13]+".n2"); !strings.Contains(out, "waiting at") {
+		t.Fatalf("execute: %s", out)
+	}
+	if got := tokens(l.ID); got != "A:C B:C C:I" {
+		t.Fatalf("after execute: %s", got)
+	}
+
+	// Retrying the join an arc token waits at: the AND join still lacks B,
+	// so the arc token waits on; an unknown arc token is not found.
+	j := start("join")
+	ok("node-tokens", "complete", j.ID+".n1")
+	before := tokens(j.ID)
+	ok("arc-tokens", "retry", j.ID[:13]+".a1")
+	if got := tokens(j.ID); got != before {
+		t.Fatalf("retrying a join that still waits changed the tokens: %s, was %s", got, before)
+	}
+	ok("node-tokens", "complete", j.ID+".n2")
+	if got := tokens(j.ID); !strings.Contains(got, "J:I") {
+		t.Fatalf("the join did not fire: %s", got)
+	}
+	refused("(not_found)", "arc-tokens", "retry", j.ID+".a99")
+	refused("is not an arc token id", "arc-tokens", "retry", j.ID+".n1")
 }
 
 func mustJSON(t *testing.T, v any) []byte {

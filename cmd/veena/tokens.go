@@ -17,8 +17,8 @@ func newTokensCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "node-tokens",
 		Aliases: []string{"tokens", "node-token"},
-		Short:   "Complete, backtrack, re-evaluate and show the node tokens of processes (not access tokens: see access-token)",
-		Long:    "Complete, backtrack, re-evaluate and show the node tokens of processes. (Access\ntokens, which let clients in, are managed with veena access-token.)\n\n" + idHelp,
+		Short:   "Complete, backtrack, re-evaluate, execute and show the node tokens of processes (not access tokens: see access-token)",
+		Long:    "Complete, backtrack, re-evaluate, execute and show the node tokens of processes. (Access\ntokens, which let clients in, are managed with veena access-token.)\n\n" + idHelp,
 	}
 	cf.add(cmd)
 
@@ -200,7 +200,7 @@ for veena processes execute-queued (Sarasvati's asynchronous completion).
 		"Show the token's environment, or merge attributes into it (NAME= removes one)",
 		"/api/v1/node-tokens/", resolveToken)
 
-	cmd.AddCommand(complete, backtrack, show, envCmd, reevaluateAction.command(cf))
+	cmd.AddCommand(complete, backtrack, show, envCmd, reevaluateAction.command(cf), executeAction.command(cf))
 	return cmd
 }
 
