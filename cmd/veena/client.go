@@ -224,8 +224,6 @@ func (c *client) getJSON(ctx context.Context, path string, q url.Values, out any
 	return err
 }
 
-// postJSON POSTs in as JSON, with an Idempotency-Key when idem is not
-// empty, and decodes the answer into out; it returns the status code.
 // command posts a process command (start, complete, cancel, backtrack)
 // with an optional idempotency key and returns the process it answers with.
 func (c *client) command(ctx context.Context, path string, body any, idem string) (*veena.Process, error) {
@@ -236,6 +234,8 @@ func (c *client) command(ctx context.Context, path string, body any, idem string
 	return &p, nil
 }
 
+// postJSON POSTs in as JSON, with an Idempotency-Key when idem is not
+// empty, and decodes the answer into out; it returns the status code.
 func (c *client) postJSON(ctx context.Context, path string, in, out any, idem string) (int, error) {
 	b, err := json.Marshal(in)
 	if err != nil {

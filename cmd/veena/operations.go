@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 	veena "github.com/veena-wf/veena"
@@ -185,5 +187,83 @@ func newArcTokensCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "arc-tokens", Short: "Act on arc tokens (retry the join one waits at)"}
 	cf.add(cmd)
 	cmd.AddCommand(retryAction.command(cf))
+	return cmd
+}
+
+// newListenersCmd is "processes listeners": subscribing a process to a
+// listener the server has registered (from Go), and unsubscribing it.
+func newListenersCmd(cf *clientFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "listeners",
+		Short: "Subscribe a process to a registered listener, or unsubscribe it",
+		Long: `Subscribe a process to a listener that the program running Veena registered
+by name (kernel.Kernel.RegisterListener), for some event types or all, or
+unsubscribe it. The subscription is kept with the process.`,
+	}
+	var events []string
+	var key string
+	var out outputFlag
+	run := func(add bool) func(cmd *cobra.Command, args []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			id, err := resolveProcess(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			var p veena.Process
+			path := "/api/v1/processes/" + url.PathEscape(id) + "/listeners"
+			if add {
+				body := map[string]any{"name": args[1]}
+				if len(events) > 0 {
+					body["events"] = events
+				}
+				if _, err := c.postJSON(ctx, path, body, &p, key); err != nil {
+					return err
+				}
+			} else {
+				q := url.Values{}
+				if len(events) > 0 {
+					q.Set("events", strings.Join(events, ","))
+				}
+				hdr := http.Header{}
+				if key != "" {
+					hdr.Set("Idempotency-Key", key)
+				}
+				if _, err := c.request(ctx, http.MethodDelete, path+"/"+url.PathEscape(args[1]), q, nil, "", hdr, &p); err != nil {
+					return err
+				}
+			}
+			return showProcess(ctx, c, cmd.OutOrStdout(), &p, out.format)
+		}
+	}
+	add := &cobra.Command{
+		Use:     "add ID NAME",
+		Short:   "Subscribe a process to a registered listener",
+		Long:    "Subscribe a process to the listener registered as NAME, for the event types\ngiven with --event (all when none is given).\n\n" + idHelp,
+		Example: "  veena processes listeners add 0192f7c4 audit --event NODE_TOKEN_COMPLETED",
+		Args:    cobra.ExactArgs(2),
+		RunE:    run(true),
+	}
+	remove := &cobra.Command{
+		Use:     "remove ID NAME",
+		Short:   "Unsubscribe a process from a listener",
+		Long:    "Unsubscribe a process from the listener registered as NAME, for the event\ntypes given with --event (all when none is given).\n\n" + idHelp,
+		Example: "  veena processes listeners remove 0192f7c4 audit",
+		Args:    cobra.ExactArgs(2),
+		RunE:    run(false),
+	}
+	for _, c := range []*cobra.Command{add, remove} {
+		c.Flags().StringArrayVar(&events, "event", nil, "an event type (NODE_TOKEN_COMPLETED, PROCESS_COMPLETED, …), repeatable")
+		c.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retry return the first result")
+		out.add(c)
+	}
+	cmd.AddCommand(add, remove)
 	return cmd
 }

@@ -51,6 +51,22 @@ func TestKernelOperationCommands(t *testing.T) {
 		}
 		return 0
 	}), kernel.NodeTokenAccepted)
+	// "audit", registered by name, counts the completions of the
+	// processes subscribed to it.
+	var audited int
+	k.RegisterListener("audit", kernel.ListenerFunc(func(_ *kernel.Engine, ev *kernel.Event) kernel.EventActions {
+		if ev.Type == kernel.NodeTokenCompleted {
+			mu.Lock()
+			audited++
+			mu.Unlock()
+		}
+		return 0
+	}))
+	auditedSoFar := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return audited
+	}
 	took := func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -67,8 +83,8 @@ func TestKernelOperationCommands(t *testing.T) {
 	defer ts.Close()
 	dir := t.TempDir()
 	for name, src := range map[string]string{
-		"held": `<node name="A" type="wait" isStart="true"/>`,
-		"abc":  `<node name="A" type="wait" isStart="true"><arc to="B"/></node><node name="B" type="wait"><arc to="C"/></node><node name="C" type="wait"/>`,
+		"held":  `<node name="A" type="wait" isStart="true"/>`,
+		"abc":   `<node name="A" type="wait" isStart="true"><arc to="B"/></node><node name="B" type="wait"><arc to="C"/></node><node name="C" type="wait"/>`,
 		"later": `<node name="A" type="wait" isStart="true"><arc to="B"/></node><node name="B"><arc to="C"/></node><node name="C" type="wait"/>`,
 		"join":  `<node name="A" type="wait" isStart="true"><arc to="J"/></node><node name="B" type="wait" isStart="true"><arc to="J"/></node><node name="J" joinType="and" type="wait"/>`,
 		"delayed": `<node name="A" type="wait" isStart="true"><arc to="G"/></node>
@@ -229,6 +245,21 @@ func TestKernelOperationCommands(t *testing.T) {
 	}
 	refused("(not_found)", "arc-tokens", "retry", j.ID+".a99")
 	refused("is not an arc token id", "arc-tokens", "retry", j.ID+".n1")
+
+	// Subscribing a process to a registered listener, and unsubscribing it.
+	a := start("abc")
+	ok("processes", "listeners", "add", a.ID[:13], "audit", "--event", "NODE_TOKEN_COMPLETED")
+	ok("node-tokens", "complete", a.ID+".n1")
+	if n := auditedSoFar(); n != 1 {
+		t.Fatalf("the subscribed listener heard %d completions, want 1", n)
+	}
+	ok("processes", "listeners", "remove", a.ID, "audit")
+	ok("node-tokens", "complete", a.ID+".n2")
+	if n := auditedSoFar(); n != 1 {
+		t.Fatalf("the unsubscribed listener heard %d completions, want 1", n)
+	}
+	refused("(not_found)", "processes", "listeners", "add", a.ID, "nobody")
+	refused("(invalid_argument)", "processes", "listeners", "add", a.ID, "audit", "--event", "NO_SUCH_EVENT")
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -428,7 +428,7 @@ completed into, else the node they lead to.
 		"Show the process environment, or merge attributes into it (NAME= with no value removes one)",
 		"/api/v1/processes/", resolveProcess)
 
-	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd, finalizeAction.command(cf), executeQueuedAction.command(cf))
+	cmd.AddCommand(start, list, waiting, show, cancel, tokens, events, envCmd, finalizeAction.command(cf), executeQueuedAction.command(cf), newListenersCmd(cf))
 	return cmd
 }
 
