@@ -1,7 +1,9 @@
 package bpmn
 
 import (
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/veena-wf/veena/graph"
 )
@@ -14,10 +16,14 @@ type reach struct {
 	to map[*graph.Node]map[*graph.Node]bool
 }
 
-var reaches sync.Map // *graph.Graph -> *reach
+// reaches holds each graph's reach, computed on first need. Graphs are
+// weak keys: an entry goes when its graph does (a program may open and
+// close many engines, each with its graphs).
+var reaches sync.Map // weak.Pointer[graph.Graph] -> *reach
 
 func reachOf(g *graph.Graph) *reach {
-	if r, ok := reaches.Load(g); ok {
+	key := weak.Make(g)
+	if r, ok := reaches.Load(key); ok {
 		return r.(*reach)
 	}
 	r := &reach{to: map[*graph.Node]map[*graph.Node]bool{}}
@@ -49,7 +55,10 @@ func reachOf(g *graph.Graph) *reach {
 		}
 		r.to[n] = seen
 	}
-	actual, _ := reaches.LoadOrStore(g, r)
+	actual, loaded := reaches.LoadOrStore(key, r)
+	if !loaded {
+		runtime.AddCleanup(g, func(k weak.Pointer[graph.Graph]) { reaches.Delete(k) }, key)
+	}
 	return actual.(*reach)
 }
 
