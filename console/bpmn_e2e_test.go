@@ -1,15 +1,12 @@
 package console
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -63,8 +60,7 @@ func TestBPMNConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	chromium := findChromium()
-	if chromium == "" {
+	if findChromium() == "" {
 		t.Skip("SKIPPED: no Chromium found (apt-get install chromium, or set VEENA_E2E_CHROMIUM); the BPMN view was not tested in a browser")
 	}
 	if _, err := embedded.Open("web/vendor/bpmn-navigated-viewer.production.min.js"); err != nil {
@@ -75,53 +71,7 @@ func TestBPMNConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startServer(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1440, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium %s: %v", chromium, err)
-	}
-	var mu sync.Mutex
-	var exceptions []string
-	msgs := chromedp.Console(ctx)
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		for m, err := range msgs {
-			if err != nil {
-				return
-			}
-			if m.IsException() {
-				mu.Lock()
-				exceptions = append(exceptions, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range exceptions {
-			t.Errorf("uncaught exception in the page: %s", e)
-		}
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-logged:
-		case <-time.After(5 * time.Second):
-		}
-	}()
-
-	b := &browser{t: t, ctx: ctx, base: srv.base, dir: artifactsDir(t)}
-	b.do("set the viewport", chromedp.EmulateViewport(1440, 1000))
-	b.do("open the console", chromedp.Navigate(srv.base+"/"))
+	b := newBrowser(t, srv, 1000)
 	b.login(srv.admin)
 
 	// The definition: drawn from the file's own diagram, every shape there.

@@ -1,12 +1,9 @@
 package console
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -75,59 +72,14 @@ func TestNetConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	chromium := findChromium()
-	if chromium == "" {
+	if findChromium() == "" {
 		t.Skip("SKIPPED: no Chromium found (apt-get install chromium, or set VEENA_E2E_CHROMIUM); the net views were not tested in a browser")
 	}
 	if _, err := embedded.Open("web/" + vendorMarker); err != nil {
 		t.Skip("SKIPPED: the console's libraries are not built into this test binary; run `make console` first")
 	}
 	srv := startServer(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1440, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium %s: %v", chromium, err)
-	}
-	var mu sync.Mutex
-	var exceptions []string
-	msgs := chromedp.Console(ctx)
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		for m, err := range msgs {
-			if err != nil {
-				return
-			}
-			if m.IsException() {
-				mu.Lock()
-				exceptions = append(exceptions, m.String())
-				mu.Unlock()
-			}
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range exceptions {
-			t.Errorf("uncaught exception in the page: %s", e)
-		}
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-logged:
-		case <-time.After(5 * time.Second):
-		}
-	}()
-	b := &browser{t: t, ctx: ctx, base: srv.base, dir: artifactsDir(t)}
-	b.do("set the viewport", chromedp.EmulateViewport(1440, 900))
-	b.do("open the console", chromedp.Navigate(srv.base+"/"))
+	b := newBrowser(t, srv, 900)
 	b.login(srv.admin)
 
 	// 1. The traffic light: drawn at its own positions, a token in yellow,

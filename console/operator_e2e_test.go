@@ -60,9 +60,10 @@ const fanFlow = `<?xml version="1.0" encoding="UTF-8"?>
 </process-definition>
 `
 
-// newBrowser starts headless Chromium for a test, with every uncaught
-// exception of the page failing it.
-func newBrowser(t *testing.T, srv e2eServer) *browser {
+// newBrowser starts headless Chromium for a test, 1440 pixels wide and
+// height high, on the console's first page, with every uncaught exception
+// of the page failing the test.
+func newBrowser(t *testing.T, srv e2eServer, height int) *browser {
 	chromium := findChromium()
 	if chromium == "" {
 		t.Skip("SKIPPED: no Chromium found (apt-get install chromium, or set VEENA_E2E_CHROMIUM); the console was not tested in a browser")
@@ -72,7 +73,7 @@ func newBrowser(t *testing.T, srv e2eServer) *browser {
 		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1440, 900),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1440, height),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
@@ -111,7 +112,7 @@ func newBrowser(t *testing.T, srv e2eServer) *browser {
 		}
 	})
 	b := &browser{t: t, ctx: ctx, base: srv.base, dir: artifactsDir(t)}
-	b.do("set the viewport", chromedp.EmulateViewport(1440, 900))
+	b.do("set the viewport", chromedp.EmulateViewport(1440, int64(height)))
 	b.do("open the console", chromedp.Navigate(srv.base+"/"))
 	return b
 }
@@ -131,7 +132,7 @@ func TestOperatorConsole(t *testing.T) {
 		t.Skip("SKIPPED: the console's libraries are not built into this test binary; run `make console` first")
 	}
 	srv := startServer(t)
-	b := newBrowser(t, srv)
+	b := newBrowser(t, srv, 900)
 	b.login(srv.admin)
 
 	for _, src := range []string{cycleFlow, stallFlow, remindFlow, fanFlow, approval, bigDefinition()} {
