@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,48 +86,8 @@ func TestBPMNCrash(t *testing.T) {
 }
 
 func bpmnCrashRun(t *testing.T, backend, where, dir string, engines, kills, jobs int) {
-	startChildren := func() []*exec.Cmd {
-		var cmds []*exec.Cmd
-		for i := range engines {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBPMNCrashChild$", "-test.v=false")
-			cmd.Env = append(os.Environ(),
-				"VEENA_BPMN_CRASH_CHILD=1",
-				"VEENA_CRASH_BACKEND="+backend,
-				"VEENA_CRASH_WHERE="+where,
-				"VEENA_CRASH_DIR="+dir,
-				"VEENA_CRASH_SLOT="+strconv.Itoa(i),
-				"VEENA_BPMN_CRASH_JOBS="+strconv.Itoa(jobs),
-			)
-			out, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		return cmds
-	}
-	for k := range kills {
-		cmds := startChildren()
-		wait := time.Duration(200+rand.IntN(800)) * time.Millisecond
-		time.Sleep(wait)
-		acked := len(readAcks(t, dir))
-		for _, c := range cmds {
-			c.Process.Signal(syscall.SIGKILL)
-			c.Wait()
-		}
-		t.Logf("kill %d after %v: %d acknowledged so far", k+1, wait, acked)
-	}
-	cmds := startChildren()
-	for i, c := range cmds {
-		if err := c.Wait(); err != nil {
-			out, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)))
-			t.Fatalf("last run of child %d: %v\n%s", i, err, out)
-		}
-	}
+	crashChildren(t, "TestBPMNCrashChild", backend, where, dir, engines, kills, 200*time.Millisecond, 800*time.Millisecond,
+		"VEENA_BPMN_CRASH_CHILD=1", "VEENA_BPMN_CRASH_JOBS="+strconv.Itoa(jobs))
 	verifyBPMNCrash(t, crashStore(t, backend, where, 0), readAcks(t, dir), jobs)
 }
 

@@ -92,19 +92,29 @@ func crashStore(t testing.TB, backend, where string, slot int) store.Store {
 }
 
 func crashRun(t *testing.T, backend, where, dir string, engines, kills, total int) {
-	startChildren := func() []*exec.Cmd {
+	crashChildren(t, "TestCrashChild", backend, where, dir, engines, kills, 300*time.Millisecond, 700*time.Millisecond,
+		"VEENA_CRASH_CHILD=1", "VEENA_CRASH_PROCESSES="+strconv.Itoa(total))
+	verifyCrashRun(t, crashStore(t, backend, where, 0), readAcks(t, dir), total)
+}
+
+// crashChildren runs a crash test's engines: child (a test of this binary,
+// told by env that it is the child) once per engine, kills times killed
+// all together with SIGKILL after a random pause of pause to pause+spread
+// (mid-work), then once more to the end, which must succeed. Each child's
+// output goes to child-N.out in dir, across its runs.
+func crashChildren(t *testing.T, child, backend, where, dir string, engines, kills int, pause, spread time.Duration, env ...string) {
+	t.Helper()
+	start := func() []*exec.Cmd {
 		var cmds []*exec.Cmd
 		for i := range engines {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-			cmd.Env = append(os.Environ(),
-				"VEENA_CRASH_CHILD=1",
+			cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v=false")
+			cmd.Env = append(append(os.Environ(), env...),
 				"VEENA_CRASH_BACKEND="+backend,
 				"VEENA_CRASH_WHERE="+where,
 				"VEENA_CRASH_DIR="+dir,
 				"VEENA_CRASH_SLOT="+strconv.Itoa(i),
-				"VEENA_CRASH_PROCESSES="+strconv.Itoa(total),
 			)
-			out, err := os.Create(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)))
+			out, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,9 +127,9 @@ func crashRun(t *testing.T, backend, where, dir string, engines, kills, total in
 		return cmds
 	}
 	for k := range kills {
-		cmds := startChildren()
+		cmds := start()
 		// Let them get going, then kill them mid-work.
-		wait := time.Duration(300+rand.IntN(700)) * time.Millisecond
+		wait := pause + time.Duration(rand.Int64N(int64(spread)))
 		time.Sleep(wait)
 		acked := len(readAcks(t, dir))
 		for _, c := range cmds {
@@ -129,14 +139,12 @@ func crashRun(t *testing.T, backend, where, dir string, engines, kills, total in
 		t.Logf("kill %d after %v: %d commands acknowledged so far", k+1, wait, acked)
 	}
 	// The last run finishes the work.
-	cmds := startChildren()
-	for i, c := range cmds {
+	for i, c := range start() {
 		if err := c.Wait(); err != nil {
 			out, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)))
 			t.Fatalf("last run of child %d: %v\n%s", i, err, out)
 		}
 	}
-	verifyCrashRun(t, crashStore(t, backend, where, 0), readAcks(t, dir), total)
 }
 
 type ack struct {

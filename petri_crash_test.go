@@ -3,13 +3,10 @@ package veena_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,48 +67,8 @@ func TestNetCrash(t *testing.T) {
 }
 
 func netCrashRun(t *testing.T, backend, where, dir string, engines, kills, total int) {
-	startChildren := func() []*exec.Cmd {
-		var cmds []*exec.Cmd
-		for i := range engines {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestNetCrashChild$", "-test.v=false")
-			cmd.Env = append(os.Environ(),
-				"VEENA_NET_CRASH_CHILD=1",
-				"VEENA_CRASH_BACKEND="+backend,
-				"VEENA_CRASH_WHERE="+where,
-				"VEENA_CRASH_DIR="+dir,
-				"VEENA_CRASH_SLOT="+strconv.Itoa(i),
-				"VEENA_NET_CRASH_PROCESSES="+strconv.Itoa(total),
-			)
-			out, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		return cmds
-	}
-	for k := range kills {
-		cmds := startChildren()
-		wait := time.Duration(700+rand.IntN(1300)) * time.Millisecond
-		time.Sleep(wait)
-		acked := len(readAcks(t, dir))
-		for _, c := range cmds {
-			c.Process.Signal(syscall.SIGKILL)
-			c.Wait()
-		}
-		t.Logf("kill %d after %v: %d commands acknowledged so far", k+1, wait, acked)
-	}
-	cmds := startChildren()
-	for i, c := range cmds {
-		if err := c.Wait(); err != nil {
-			out, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("child-%d.out", i)))
-			t.Fatalf("last run of child %d: %v\n%s", i, err, out)
-		}
-	}
+	crashChildren(t, "TestNetCrashChild", backend, where, dir, engines, kills, 700*time.Millisecond, 1300*time.Millisecond,
+		"VEENA_NET_CRASH_CHILD=1", "VEENA_NET_CRASH_PROCESSES="+strconv.Itoa(total))
 	verifyNetCrash(t, crashStore(t, backend, where, 0), readAcks(t, dir), total)
 }
 
