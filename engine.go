@@ -509,6 +509,12 @@ type processFacts struct {
 }
 
 func (e *Engine) factsOf(p *kernel.Process) processFacts {
+	return e.factsWith(p, nil, false)
+}
+
+// factsWith is factsOf with the nodes p waits at, if the caller has
+// them already (known).
+func (e *Engine) factsWith(p *kernel.Process, waitNodes []string, known bool) processFacts {
 	f := processFacts{state: p.State}
 	if len(p.Context) > 0 {
 		f.context = maps.Clone(p.Context)
@@ -525,7 +531,11 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 				f.works[t.ID] = w.Key
 			}
 		}
-		f.waitNodes = waitNodesOf(p)
+		if known {
+			f.waitNodes = waitNodes
+		} else {
+			f.waitNodes = waitNodesOf(p)
+		}
 		cs := correlationsOf(p, "")
 		f.correl = correlationKey(cs)
 		f.msgWaits = messageWaits(cs)
@@ -541,14 +551,29 @@ func isDelayed(t *kernel.NodeToken) bool {
 }
 
 // remember notes the facts of every process of the tree, as the next
-// command will find them.
-func (e *Engine) remember(t *tree) {
+// command will find them; fresh are facts the caller has just worked out
+// (for processes it did not change since).
+func (e *Engine) remember(t *tree, fresh []freshFacts) {
 	if t.before == nil {
-		t.before = map[string]processFacts{}
+		t.before = make(map[string]processFacts, len(fresh))
 	} else {
 		clear(t.before)
 	}
-	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = e.factsOf(p) })
+	t.root.Walk(func(p *kernel.Process) {
+		for _, f := range fresh {
+			if f.p == p {
+				t.before[p.ID] = f.facts
+				return
+			}
+		}
+		t.before[p.ID] = e.factsOf(p)
+	})
+}
+
+// freshFacts are the facts of a process as a command left it.
+type freshFacts struct {
+	p     *kernel.Process
+	facts processFacts
 }
 
 // graphOf finds a definition version, reloading definitions once if this
@@ -595,7 +620,7 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 			e.roots.put(r.ID, r.Root)
 		}
 	}
-	e.remember(t)
+	e.remember(t, nil)
 	return t, nil
 }
 
@@ -869,6 +894,7 @@ func (p *plan) prepare(e *Engine) error {
 	t.version++
 	var err error
 	rootSeen := false
+	var fresh []freshFacts
 	t.root.Walk(func(q *kernel.Process) {
 		// Any event means a change, even where the kernel left Dirty unset.
 		if err != nil || (!q.Dirty && len(q.Events) == 0) {
@@ -904,7 +930,8 @@ func (p *plan) prepare(e *Engine) error {
 				p.appended = append(p.appended, r)
 			}
 		}
-		facts := e.factsOf(q)
+		facts := e.factsWith(q, rec.WaitNodes, true)
+		fresh = append(fresh, freshFacts{q, facts})
 		if facts.correl != before.correl {
 			cs := correlationsOf(q, rec.Root)
 			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
@@ -955,7 +982,7 @@ func (p *plan) prepare(e *Engine) error {
 		return err
 	}
 	p.bump = !rootSeen
-	e.remember(t)
+	e.remember(t, fresh)
 	return nil
 }
 
