@@ -492,13 +492,14 @@ var errNoChange = errors.New("nothing to do")
 type tree struct {
 	root    *kernel.Process
 	version int64
-	before  map[string]processFacts
+	before  factsBook
 	// unindexed holds the processes whose rows were written without
 	// their waits (by an older Veena): their wait nodes are written whole.
 	unindexed map[string]bool
 }
 
 type processFacts struct {
+	id        string // the process
 	state     kernel.State
 	timers    int
 	context   map[string]string // a copy, to see changes
@@ -515,7 +516,7 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 // factsWith is factsOf with the nodes p waits at, if the caller has
 // them already (known).
 func (e *Engine) factsWith(p *kernel.Process, waitNodes []string, known bool) processFacts {
-	f := processFacts{state: p.State}
+	f := processFacts{id: p.ID, state: p.State}
 	if len(p.Context) > 0 {
 		f.context = maps.Clone(p.Context)
 	}
@@ -554,20 +555,64 @@ func isDelayed(t *kernel.NodeToken) bool {
 // command will find them; fresh are facts the caller has just worked out
 // (for processes it did not change since).
 func (e *Engine) remember(t *tree, fresh []freshFacts) {
-	if t.before == nil {
-		t.before = make(map[string]processFacts, len(fresh))
-	} else {
-		clear(t.before)
-	}
+	t.before.reset()
 	t.root.Walk(func(p *kernel.Process) {
 		for _, f := range fresh {
 			if f.p == p {
-				t.before[p.ID] = f.facts
+				t.before.add(f.facts)
 				return
 			}
 		}
-		t.before[p.ID] = e.factsOf(p)
+		t.before.add(e.factsOf(p))
 	})
+}
+
+// factsBook holds the facts of the processes of a tree: a list, and an
+// index by process id once the tree has more than a few processes (most
+// trees have one: a map for it would cost more than the facts).
+type factsBook struct {
+	list  []processFacts
+	index map[string]int
+}
+
+// factsIndexed is the number of processes above which a factsBook has
+// an index.
+const factsIndexed = 8
+
+func (b *factsBook) reset() {
+	clear(b.list)
+	b.list = b.list[:0]
+	b.index = nil
+}
+
+func (b *factsBook) add(f processFacts) {
+	b.list = append(b.list, f)
+	switch n := len(b.list); {
+	case n == factsIndexed+1:
+		b.index = make(map[string]int, 2*n)
+		for i, x := range b.list {
+			b.index[x.id] = i
+		}
+	case n > factsIndexed+1:
+		b.index[f.id] = n - 1
+	}
+}
+
+// get returns the facts of process id, if the tree had it.
+func (b *factsBook) get(id string) (processFacts, bool) {
+	if b.index != nil {
+		i, ok := b.index[id]
+		if !ok {
+			return processFacts{}, false
+		}
+		return b.list[i], true
+	}
+	for _, f := range b.list {
+		if f.id == id {
+			return f, true
+		}
+	}
+	return processFacts{}, false
 }
 
 // freshFacts are the facts of a process as a command left it.
@@ -832,6 +877,8 @@ type plan struct {
 	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
+	// fresh holds the facts of the one process of most trees, for prepare.
+	fresh [1]freshFacts
 }
 
 // wakeRun is a piece of outside work to run after commit.
@@ -894,7 +941,7 @@ func (p *plan) prepare(e *Engine) error {
 	t.version++
 	var err error
 	rootSeen := false
-	var fresh []freshFacts
+	fresh := p.fresh[:0]
 	t.root.Walk(func(q *kernel.Process) {
 		// Any event means a change, even where the kernel left Dirty unset.
 		if err != nil || (!q.Dirty && len(q.Events) == 0) {
@@ -909,7 +956,8 @@ func (p *plan) prepare(e *Engine) error {
 			rootSeen = true
 		}
 		recordWaits(rec, q)
-		if b, ok := t.before[q.ID]; ok {
+		before, known := t.before.get(q.ID)
+		if b := before; known {
 			rec.StoredState = b.state.String()
 			if !t.unindexed[q.ID] {
 				rec.StoredWaitNodes = b.waitNodes
@@ -917,7 +965,6 @@ func (p *plan) prepare(e *Engine) error {
 		}
 		delete(t.unindexed, q.ID)
 		p.records = append(p.records, rec)
-		before, known := t.before[q.ID]
 		if len(q.Effects) > 0 {
 			p.cmd.effects(q)
 		}
