@@ -1168,11 +1168,15 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	e.saved(p)
 	if len(p.Events) == 0 {
 		if p.Events == nil {
-			p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
+			p.Events = make([]Event, 0, e.runtime(p.Graph.Nodes[0]).graph.commandEventHint())
 		}
 		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
 	p.EventSeq++
+	if n := len(p.Events); n == cap(p.Events) && n < maxCommandEvents {
+		// The list grows: the next command sizes its list for this many.
+		raise(&e.runtime(p.Graph.Nodes[0]).graph.commandEvents, n+1)
+	}
 	p.Events = extend(p.Events)
 	ev := &p.Events[len(p.Events)-1]
 	ev.Seq, ev.Process, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, p, typ, int32(exits), e.at
