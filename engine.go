@@ -95,6 +95,8 @@ type Engine struct {
 
 	locks rootLocks
 	cache *treeCache
+	// idle are kernel engines whose command is over (see commandRunner).
+	idle  sync.Pool
 	bg    sync.WaitGroup // deliveries after commits (messages.go)
 	roots rootMap        // nested process id -> root id
 	// starting are the new trees whose first command is committing in
@@ -910,13 +912,11 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
 		}
 	}()
-	ke := e.k.Engine(now)
-	if d := e.k.Limits.Effective().CommandTime; d > 0 {
-		// The kernel has no clock: the command's time budget is kept here.
-		timer := time.AfterFunc(d, func() { ke.Interrupt(nil) })
-		defer timer.Stop()
-	}
+	r := e.commandRunner(now)
+	ke := r.ke
 	target, err := fn(ke, t, p.cmd)
+	// Reached only without a panic: the engine is as a command leaves it.
+	defer e.release(r)
 	if err != nil {
 		p.err = err
 		return p
@@ -932,6 +932,47 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 	}
 	p.result = e.process(target, t)
 	return p
+}
+
+// commandRunner is a kernel engine for commands, with the timer that
+// keeps a command to its time budget (the kernel has no clock). One whose
+// command is over serves the next one (Engine.idle), so that neither is
+// made again per command.
+type commandRunner struct {
+	ke    *kernel.Engine
+	timer *time.Timer
+	armed bool
+}
+
+// commandRunner returns a runner for a command at now, its timer running.
+func (e *Engine) commandRunner(now time.Time) *commandRunner {
+	r, _ := e.idle.Get().(*commandRunner)
+	if r == nil || !r.ke.Reuse(now) {
+		r = &commandRunner{ke: e.k.Engine(now)}
+	}
+	if d := e.k.Limits.Effective().CommandTime; d > 0 {
+		if r.timer == nil {
+			ke := r.ke
+			r.timer = time.AfterFunc(d, func() { ke.Interrupt(nil) })
+		} else {
+			r.timer.Reset(d)
+		}
+		r.armed = true
+	}
+	return r
+}
+
+// release stops a runner's timer and keeps the runner for another
+// command, unless its timer went off (its engine is interrupted, or about
+// to be).
+func (e *Engine) release(r *commandRunner) {
+	if r.armed {
+		r.armed = false
+		if !r.timer.Stop() {
+			return
+		}
+	}
+	e.idle.Put(r)
 }
 
 // prepare encodes the processes the command changed, their new events,

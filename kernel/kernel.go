@@ -262,6 +262,22 @@ func (k *Kernel) Engine(now time.Time) *Engine {
 	return &Engine{k: k, now: now.UTC(), at: now.UnixNano()}
 }
 
+// Reuse readies an engine for commands at time now, keeping the buffers
+// its journal grew, and reports whether it could: an engine that was
+// interrupted cannot be (Interrupt is for good). It must not be running a
+// command, and what it was given during the last one (node types'
+// Values) is gone.
+func (e *Engine) Reuse(now time.Time) bool {
+	if e.depth != 0 || e.stop.Load() != nil || e.script.Load() != nil {
+		return false
+	}
+	e.now, e.at = now.UTC(), now.UnixNano()
+	e.root, e.backtracking = nil, false
+	e.startBudget()
+	clear(e.values)
+	return true
+}
+
 // Now is the command's time.
 func (e *Engine) Now() time.Time { return e.now }
 
