@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/hex"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -38,8 +39,6 @@ func nextIDTime(now time.Time) int64 {
 	return t
 }
 
-const hexDigits = "0123456789abcdef"
-
 // NewUUIDv7 returns a new UUIDv7 in its 36-character text form.
 func NewUUIDv7() string {
 	t := nextIDTime(time.Now())
@@ -56,14 +55,14 @@ func NewUUIDv7() string {
 		u[i] = byte(r >> (8 * (15 - i)))
 	}
 	var s [36]byte
-	j := 0
-	for i, b := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			s[j] = '-'
-			j++
-		}
-		s[j], s[j+1] = hexDigits[b>>4], hexDigits[b&15]
-		j += 2
-	}
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
 	return string(s[:])
 }
