@@ -8,7 +8,7 @@ import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
 import { recordPanel, workApi } from './work.js';
 import { api, followEvents } from './api.js';
 import {
-  h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
+  h, clear, fmtTime, fmtClock, shortId, idCode, envTable, modal, attributeEditor, navigate, routeHref,
   toast, errorToast, stateBadge, idWithCopy, contextChips, parseValue,
 } from './ui.js';
 import { createGraphView, computeOverlay, tokenState, arcWaitsAtJoin, legend, nodeKey } from './graph.js';
@@ -305,13 +305,13 @@ export async function processView(el, id, session) {
       return h(delayed ? 'li.token-card.delayed' : 'li.token-card', { 'data-token': t.id, 'data-node': t.node },
         h('div', h('strong', nodeLabel(t)), ' ', h('span.muted', n ? n.type : ''), delayed ? h('span.badge.state-delayed', 'delayed') : null,
           failed ? h('span.badge.failed', 'guard failed') : null),
-        h('div.muted.small', `token ${shortId(t.id)} · since ${fmtTime(t.createdAt)}`,
+        h('div.muted.small', 'token ', idCode(t.id), ` · since ${fmtTime(t.createdAt)}`,
           (t.tokenSets || []).length ? ` · ${t.tokenSets.map((m) => `${m.name} #${m.member}`).join(', ')}` : ''),
         delayed && t.delayUntil && !failed ? h('div.small.delay', { 'data-delay-until': t.delayUntil }, 'Its guard runs again at ', h('strong', fmtTime(t.delayUntil)),
           n && n.guard ? [' (', h('code', n.guard), ')'] : null) : null,
-        failed ? h('div.small.failed', 'Its guard failed when its time came', failed.incident ? `; incident ${shortId(failed.incident)} waits to be resolved` : '', '.') : null,
+        failed ? h('div.small.failed', 'Its guard failed when its time came', failed.incident ? ['; incident ', idCode(failed.incident), ' waits to be resolved'] : '', '.') : null,
         running.length ? h('div.small', 'Waits for nested process ', running.map((p, i) => [i ? ', ' : '',
-          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
+          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child', title: p.id }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
           session.canAct && executing() && !running.length && !schema && !bpmn && !net
@@ -403,7 +403,7 @@ export async function processView(el, id, session) {
     const kids = state.children.get(t.id);
     if (kids && kids.length) {
       tokenDetail.append(h('p', 'Nested processes: ', kids.map((p, i) => [i ? ', ' : '',
-        h('a', { href: routeHref('processes', p.id) }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)])));
+        h('a', { href: routeHref('processes', p.id), title: p.id }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)])));
     }
   }
 
@@ -411,16 +411,16 @@ export async function processView(el, id, session) {
     clear(relations);
     const items = [];
     if (state.parent) {
-      items.push(h('li', 'Nested in ', h('a', { href: routeHref('processes', state.parent.process), 'data-rel': 'parent' }, `process ${shortId(state.parent.process)}`),
+      items.push(h('li', 'Nested in ', h('a', { href: routeHref('processes', state.parent.process), 'data-rel': 'parent', title: state.parent.process }, `process ${shortId(state.parent.process)}`),
         ` at node ${nodeLabel(state.parent)}`));
     } else if (state.proc.parentToken) {
-      items.push(h('li', 'Nested under token ', h('code', shortId(state.proc.parentToken))));
+      items.push(h('li', 'Nested under token ', idCode(state.proc.parentToken)));
     }
     for (const [tokenId, kids] of state.children) {
       const t = tokenById().get(tokenId);
       for (const p of kids) {
         items.push(h('li', `Node ${nodeLabel(t)} started nested process `,
-          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)));
+          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child', title: p.id }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)));
       }
     }
     if (items.length) relations.append(h('ul.relations-list', items));
