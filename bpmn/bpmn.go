@@ -40,10 +40,10 @@ import (
 // a kernel.
 func Register(k *kernel.Kernel) {
 	for typ, f := range map[string]func(n *graph.Node) kernel.NodeType{
-		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n)} },
 		bpmn.TypeEnd:          func(n *graph.Node) kernel.NodeType { return &endNode{el: elementOf(n)} },
-		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n)} },
+		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n)} },
 		bpmn.TypeBoundary:     func(n *graph.Node) kernel.NodeType { return &boundaryNode{el: elementOf(n)} },
 		bpmn.TypeTask:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindTask} },
 		bpmn.TypeUserTask:     func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindWait} },
@@ -53,10 +53,10 @@ func Register(k *kernel.Kernel) {
 		bpmn.TypeCall:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindCall} },
 		bpmn.TypeSubProcess:   func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindSubProcess} },
 		bpmn.TypeEventSub:     func(n *graph.Node) kernel.NodeType { return &eventSubProcess{el: elementOf(n)} },
-		bpmn.TypeExclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeParallel:     func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeInclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeEventGateway: func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeExclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeParallel:     func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeInclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeEventGateway: func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
 	} {
 		f := f
 		typ := typ
@@ -228,12 +228,21 @@ func mustEval(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string, 
 
 // condition evaluates a condition: it must give a boolean.
 func condition(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string, extra map[string]any) bool {
-	v := mustEval(e, t, x, what, extra)
-	b, err := expr.Truth(x.Program, v)
+	b, err := truth(e, t, x, extra)
 	if err != nil {
 		fail(e, t, CodeConditionFailed, "%s (line %d): %v", what, x.Pos.Line, err)
 	}
 	return b
+}
+
+// truth is condition returning its failure (of the evaluation, or a value
+// that is not a boolean) for the caller to describe.
+func truth(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, extra map[string]any) (bool, error) {
+	v, err := eval(e, t, x, extra)
+	if err != nil {
+		return false, err
+	}
+	return expr.Truth(x.Program, v)
 }
 
 // text evaluates an expression to a string (static text as is).
@@ -421,15 +430,6 @@ func withdraw(e *kernel.Engine, t *kernel.NodeToken) {
 	if err := e.Withdraw(t); err != nil {
 		e.Fail(err)
 	}
-}
-
-// outArcNames lists the names of all the node's out-arcs.
-func outArcNames(n *graph.Node) []string {
-	out := make([]string, 0, len(n.OutArcs()))
-	for _, a := range n.OutArcs() {
-		out = append(out, a.Name)
-	}
-	return out
 }
 
 var errNoRoute = errors.New("no route")

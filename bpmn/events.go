@@ -11,16 +11,13 @@ import (
 
 // ---- start and end events
 
-type startNode struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
-}
+type startNode struct{ el *bpmn.Element }
 
 func (s *startNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	if s.el.Scope == nil {
 		armProcessListeners(e, t.Process)
 	}
-	complete(e, t, s.out...)
+	complete(e, t, s.el.OutNames...)
 	return nil
 }
 
@@ -71,16 +68,13 @@ func (n *endNode) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kerne
 func (n *throwNode) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kernel.WorkFlags, r kernel.WorkResult) error {
 	return guard(e, func() {
 		outputs(e, t, n.el, envOf(r.Env))
-		complete(e, t, n.out...)
+		complete(e, t, n.el.OutNames...)
 	})
 }
 
 // ---- intermediate events
 
-type throwNode struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
-}
+type throwNode struct{ el *bpmn.Element }
 
 func (n *throwNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	ev := n.el.Event
@@ -98,21 +92,18 @@ func (n *throwNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 		}
 	}
 	if !t.Complete && t.Active() {
-		complete(e, t, n.out...)
+		complete(e, t, n.el.OutNames...)
 	}
 	return nil
 }
 
 func (n *throwNode) handleComplete(e *kernel.Engine, t *kernel.NodeToken, names []string, vars *kernel.Env) error {
 	outputs(e, t, n.el, vars)
-	complete(e, t, n.out...)
+	complete(e, t, n.el.OutNames...)
 	return nil
 }
 
-type catchNode struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
-}
+type catchNode struct{ el *bpmn.Element }
 
 func (n *catchNode) guard(e *kernel.Engine, t *kernel.NodeToken) (kernel.GuardResult, error) {
 	if n.el.Event.Kind == bpmn.EventTimer {
@@ -126,7 +117,7 @@ func (n *catchNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	case bpmn.EventTimer:
 		n.fire(e, t, nil) // the guard let it through: the time has come
 	case bpmn.EventLink:
-		complete(e, t, n.out...)
+		complete(e, t, n.el.OutNames...)
 	default:
 		subscribe(e, t, n.el.Event)
 	}
@@ -142,7 +133,7 @@ func (n *catchNode) handleComplete(e *kernel.Engine, t *kernel.NodeToken, names 
 func (n *catchNode) fire(e *kernel.Engine, t *kernel.NodeToken, vars *kernel.Env) {
 	raceWon(e, t)
 	outputs(e, t, n.el, vars)
-	complete(e, t, n.out...)
+	complete(e, t, n.el.OutNames...)
 }
 
 // raceWon ends the other events behind an event-based gateway when one of

@@ -200,7 +200,7 @@ func nextHandler(e *kernel.Engine, t *kernel.NodeToken) {
 		if t.Node.Type == bpmn.TypeEnd {
 			complete(e, t)
 		} else {
-			complete(e, t, outArcNames(t.Node)...)
+			complete(e, t, elementOf(t.Node).OutNames...)
 		}
 		return
 	}
