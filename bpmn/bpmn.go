@@ -214,8 +214,19 @@ func eval(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, extra map[string]
 	if x.Program == nil {
 		return x.Text, nil
 	}
-	return x.Program.Eval(expr.Env{Vars: vars{t, extra}, Now: e.Now()})
+	var vs expr.Vars = tokenVars{t}
+	if extra != nil {
+		vs = vars{t, extra}
+	}
+	return x.Program.Eval(expr.Env{Vars: vs, Now: e.Now()})
 }
+
+// tokenVars are the variables at a token with no others over them: vars
+// as a single pointer, which an interface holds without an allocation.
+type tokenVars struct{ t *kernel.NodeToken }
+
+func (v tokenVars) Get(name string) (any, bool) { return vars{t: v.t}.Get(name) }
+func (v tokenVars) Names() []string             { return vars{t: v.t}.Names() }
 
 // mustEval is eval failing the step with condition_failed.
 func mustEval(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string, extra map[string]any) any {
