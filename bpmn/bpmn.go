@@ -40,11 +40,11 @@ import (
 // a kernel.
 func Register(k *kernel.Kernel) {
 	for typ, f := range map[string]func(n *graph.Node) kernel.NodeType{
-		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeStart:        func(n *graph.Node) kernel.NodeType { return &startNode{el: elementOf(n)} },
 		bpmn.TypeEnd:          func(n *graph.Node) kernel.NodeType { return &endNode{el: elementOf(n)} },
-		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return &catchNode{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeBoundary:     func(n *graph.Node) kernel.NodeType { return &boundaryNode{el: elementOf(n)} },
+		bpmn.TypeCatch:        func(n *graph.Node) kernel.NodeType { return newCatchNode(elementOf(n)) },
+		bpmn.TypeThrow:        func(n *graph.Node) kernel.NodeType { return &throwNode{el: elementOf(n)} },
+		bpmn.TypeBoundary:     func(n *graph.Node) kernel.NodeType { return newBoundaryNode(elementOf(n)) },
 		bpmn.TypeTask:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindTask} },
 		bpmn.TypeUserTask:     func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindWait} },
 		bpmn.TypeJob:          func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindWait} },
@@ -52,11 +52,11 @@ func Register(k *kernel.Kernel) {
 		bpmn.TypeScript:       func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindScript} },
 		bpmn.TypeCall:         func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindCall} },
 		bpmn.TypeSubProcess:   func(n *graph.Node) kernel.NodeType { return &activity{el: elementOf(n), kind: kindSubProcess} },
-		bpmn.TypeEventSub:     func(n *graph.Node) kernel.NodeType { return &eventSubProcess{el: elementOf(n)} },
-		bpmn.TypeExclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeParallel:     func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeInclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
-		bpmn.TypeEventGateway: func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n), out: outArcNames(n)} },
+		bpmn.TypeEventSub:     func(n *graph.Node) kernel.NodeType { return newEventSubProcess(elementOf(n)) },
+		bpmn.TypeExclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeParallel:     func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeInclusive:    func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
+		bpmn.TypeEventGateway: func(n *graph.Node) kernel.NodeType { return &gateway{el: elementOf(n)} },
 	} {
 		f := f
 		typ := typ
@@ -214,8 +214,19 @@ func eval(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, extra map[string]
 	if x.Program == nil {
 		return x.Text, nil
 	}
-	return x.Program.Eval(expr.Env{Vars: vars{t, extra}, Now: e.Now()})
+	var vs expr.Vars = tokenVars{t}
+	if extra != nil {
+		vs = vars{t, extra}
+	}
+	return x.Program.Eval(expr.Env{Vars: vs, Now: e.Now()})
 }
+
+// tokenVars are the variables at a token with no others over them: vars
+// as a single pointer, which an interface holds without an allocation.
+type tokenVars struct{ t *kernel.NodeToken }
+
+func (v tokenVars) Get(name string) (any, bool) { return vars{t: v.t}.Get(name) }
+func (v tokenVars) Names() []string             { return vars{t: v.t}.Names() }
 
 // mustEval is eval failing the step with condition_failed.
 func mustEval(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string, extra map[string]any) any {
@@ -228,12 +239,21 @@ func mustEval(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string, 
 
 // condition evaluates a condition: it must give a boolean.
 func condition(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, what string, extra map[string]any) bool {
-	v := mustEval(e, t, x, what, extra)
-	b, err := expr.Truth(x.Program, v)
+	b, err := truth(e, t, x, extra)
 	if err != nil {
 		fail(e, t, CodeConditionFailed, "%s (line %d): %v", what, x.Pos.Line, err)
 	}
 	return b
+}
+
+// truth is condition returning its failure (of the evaluation, or a value
+// that is not a boolean) for the caller to describe.
+func truth(e *kernel.Engine, t *kernel.NodeToken, x *bpmn.Expr, extra map[string]any) (bool, error) {
+	v, err := eval(e, t, x, extra)
+	if err != nil {
+		return false, err
+	}
+	return expr.Truth(x.Program, v)
 }
 
 // text evaluates an expression to a string (static text as is).
@@ -421,15 +441,6 @@ func withdraw(e *kernel.Engine, t *kernel.NodeToken) {
 	if err := e.Withdraw(t); err != nil {
 		e.Fail(err)
 	}
-}
-
-// outArcNames lists the names of all the node's out-arcs.
-func outArcNames(n *graph.Node) []string {
-	out := make([]string, 0, len(n.OutArcs()))
-	for _, a := range n.OutArcs() {
-		out = append(out, a.Name)
-	}
-	return out
 }
 
 var errNoRoute = errors.New("no route")

@@ -18,9 +18,8 @@ func entries(m *sync.Map) int {
 
 // TestCachesForgetGraphs: the reach the runtime works out once per graph
 // goes when the graph does, so that a program opening and closing engines
-// does not keep every graph it ever ran. (The plain out-arcs of a node are
-// still kept per node for the life of the program: a weak key costs 35 ns
-// on each token leaving an activity.)
+// does not keep every graph it ever ran. (A node's out-arcs are worked
+// out by the importer, in its element: they go with the graph.)
 func TestCachesForgetGraphs(t *testing.T) {
 	src := `<?xml version="1.0"?>
 <definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" targetNamespace="t">

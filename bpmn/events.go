@@ -11,16 +11,13 @@ import (
 
 // ---- start and end events
 
-type startNode struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
-}
+type startNode struct{ el *bpmn.Element }
 
 func (s *startNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	if s.el.Scope == nil {
 		armProcessListeners(e, t.Process)
 	}
-	complete(e, t, s.out...)
+	complete(e, t, s.el.OutNames...)
 	return nil
 }
 
@@ -71,16 +68,13 @@ func (n *endNode) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kerne
 func (n *throwNode) CompleteWork(e *kernel.Engine, t *kernel.NodeToken, held kernel.WorkFlags, r kernel.WorkResult) error {
 	return guard(e, func() {
 		outputs(e, t, n.el, envOf(r.Env))
-		complete(e, t, n.out...)
+		complete(e, t, n.el.OutNames...)
 	})
 }
 
 // ---- intermediate events
 
-type throwNode struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
-}
+type throwNode struct{ el *bpmn.Element }
 
 func (n *throwNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	ev := n.el.Event
@@ -98,25 +92,29 @@ func (n *throwNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 		}
 	}
 	if !t.Complete && t.Active() {
-		complete(e, t, n.out...)
+		complete(e, t, n.el.OutNames...)
 	}
 	return nil
 }
 
 func (n *throwNode) handleComplete(e *kernel.Engine, t *kernel.NodeToken, names []string, vars *kernel.Env) error {
 	outputs(e, t, n.el, vars)
-	complete(e, t, n.out...)
+	complete(e, t, n.el.OutNames...)
 	return nil
 }
 
 type catchNode struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
+	el    *bpmn.Element
+	timer *timerEvent // a timer catch's timer, else nil
+}
+
+func newCatchNode(el *bpmn.Element) *catchNode {
+	return &catchNode{el: el, timer: newTimerEvent(el.Event)}
 }
 
 func (n *catchNode) guard(e *kernel.Engine, t *kernel.NodeToken) (kernel.GuardResult, error) {
-	if n.el.Event.Kind == bpmn.EventTimer {
-		return timerGuard(e, t, n.el.Event), nil
+	if n.timer != nil {
+		return n.timer.guard(e, t), nil
 	}
 	return kernel.GuardResult{Action: kernel.Accept}, nil
 }
@@ -126,7 +124,7 @@ func (n *catchNode) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	case bpmn.EventTimer:
 		n.fire(e, t, nil) // the guard let it through: the time has come
 	case bpmn.EventLink:
-		complete(e, t, n.out...)
+		complete(e, t, n.el.OutNames...)
 	default:
 		subscribe(e, t, n.el.Event)
 	}
@@ -142,7 +140,7 @@ func (n *catchNode) handleComplete(e *kernel.Engine, t *kernel.NodeToken, names 
 func (n *catchNode) fire(e *kernel.Engine, t *kernel.NodeToken, vars *kernel.Env) {
 	raceWon(e, t)
 	outputs(e, t, n.el, vars)
-	complete(e, t, n.out...)
+	complete(e, t, n.el.OutNames...)
 }
 
 // raceWon ends the other events behind an event-based gateway when one of
@@ -179,10 +177,32 @@ func subscribe(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) {
 	}
 }
 
-// timerGuard delays a token until its timer is due: the first time it
-// runs it evaluates the timer (an expression, or ISO 8601 / cron text);
-// later runs (the engine firing the delay) let it through once due.
-func timerGuard(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) kernel.GuardResult {
+// timerEvent is the timer of a node's timer event: its definition and,
+// when that is static text that reads (not an expression), the timer read
+// once for all the node's tokens.
+type timerEvent struct {
+	ev     *bpmn.Event
+	static *timer.Timer
+}
+
+// newTimerEvent is the timer of an event; nil when it is not a timer
+// event. A static definition that does not read is read again by each
+// token, whose step then fails as it would have.
+func newTimerEvent(ev *bpmn.Event) *timerEvent {
+	if ev == nil || ev.Kind != bpmn.EventTimer {
+		return nil
+	}
+	te := &timerEvent{ev: ev}
+	if ev.Timer.IsStatic() {
+		te.static, _ = timer.Parse(timer.Kind(ev.TimerKind), ev.Timer.Text)
+	}
+	return te
+}
+
+// guard delays a token until its timer is due: the first time it runs it
+// evaluates the timer (an expression, or ISO 8601 / cron text); later runs
+// (the engine firing the delay) let it through once due.
+func (te *timerEvent) guard(e *kernel.Engine, t *kernel.NodeToken) kernel.GuardResult {
 	if t.DelayCount > 0 && t.Note("timerFailed") == "" {
 		if !t.DelayUntil.After(e.Now()) {
 			return kernel.GuardResult{Action: kernel.Accept}
@@ -195,7 +215,7 @@ func timerGuard(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) kernel.Gu
 		// failure is an incident on the waiting token (timer_failed)
 		// instead of undoing the step that reached it.
 		var due time.Time
-		if err := guardFails(func() { due = firstDue(e, t, ev) }); err != nil {
+		if err := guardFails(func() { due = te.firstDue(e, t) }); err != nil {
 			e.SetNote(t, "timerFailed", "1")
 			return kernel.GuardResult{Action: kernel.Delay, Until: e.Now()}
 		}
@@ -204,7 +224,7 @@ func timerGuard(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) kernel.Gu
 		}
 		return kernel.GuardResult{Action: kernel.Delay, Until: due}
 	}
-	due := firstDue(e, t, ev)
+	due := te.firstDue(e, t)
 	e.SetNote(t, "timerFailed", "")
 	if !due.After(e.Now()) {
 		return kernel.GuardResult{Action: kernel.Accept}
@@ -212,8 +232,13 @@ func timerGuard(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) kernel.Gu
 	return kernel.GuardResult{Action: kernel.Delay, Until: due}
 }
 
-// parseTimer evaluates a timer definition at a token.
-func parseTimer(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) *timer.Timer {
+// parse is the timer at a token: the static one, or the definition
+// evaluated there.
+func (te *timerEvent) parse(e *kernel.Engine, t *kernel.NodeToken) *timer.Timer {
+	if te.static != nil {
+		return te.static
+	}
+	ev := te.ev
 	v := mustEval(e, t, ev.Timer, "timer", nil)
 	kind := timer.Kind(ev.TimerKind)
 	var s string
@@ -238,7 +263,7 @@ func parseTimer(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) *timer.Ti
 
 // firstDue is when a timer first fires; for a cycle, the repetitions left
 // after that firing are noted on the token.
-func firstDue(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) time.Time {
+func (te *timerEvent) firstDue(e *kernel.Engine, t *kernel.NodeToken) time.Time {
 	if s := t.Note("due"); s != "" {
 		// A re-armed cycle: its due time was computed when it was armed.
 		d, err := time.Parse(time.RFC3339Nano, s)
@@ -246,7 +271,7 @@ func firstDue(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) time.Time {
 			return d
 		}
 	}
-	tm := parseTimer(e, t, ev)
+	tm := te.parse(e, t)
 	if tm.Kind == timer.Cycle && t.Note(noteRepeat) == "" {
 		setNotes(e, t, noteRepeat, strconv.Itoa(tm.Repeat))
 	}
@@ -255,8 +280,8 @@ func firstDue(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event) time.Time {
 
 // rearm arms a timer cycle's next firing, if repetitions are left: a new
 // listening token at the same node, due one interval after this one.
-func rearm(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event, notes map[string]string) {
-	if ev.TimerKind != bpmn.TimeCycle {
+func (te *timerEvent) rearm(e *kernel.Engine, t *kernel.NodeToken, notes map[string]string) {
+	if te.ev.TimerKind != bpmn.TimeCycle {
 		return
 	}
 	left, err := strconv.Atoi(t.Note(noteRepeat))
@@ -269,7 +294,7 @@ func rearm(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event, notes map[stri
 	if left == 0 {
 		return
 	}
-	tm := parseTimer(e, t, ev)
+	tm := te.parse(e, t)
 	prev := t.DelayUntil
 	if prev.IsZero() {
 		prev = e.Now()
@@ -287,11 +312,18 @@ func rearm(e *kernel.Engine, t *kernel.NodeToken, ev *bpmn.Event, notes map[stri
 
 // ---- boundary events
 
-type boundaryNode struct{ el *bpmn.Element }
+type boundaryNode struct {
+	el    *bpmn.Element
+	timer *timerEvent // a timer boundary event's timer, else nil
+}
+
+func newBoundaryNode(el *bpmn.Element) *boundaryNode {
+	return &boundaryNode{el: el, timer: newTimerEvent(el.Event)}
+}
 
 func (b *boundaryNode) guard(e *kernel.Engine, t *kernel.NodeToken) (kernel.GuardResult, error) {
-	if b.el.Event.Kind == bpmn.EventTimer && t.Note(noteMode) == "listen" {
-		return timerGuard(e, t, b.el.Event), nil
+	if b.timer != nil && t.Note(noteMode) == "listen" {
+		return b.timer.guard(e, t), nil
 	}
 	return kernel.GuardResult{Action: kernel.Accept}, nil
 }
@@ -334,7 +366,7 @@ func (b *boundaryNode) trigger(e *kernel.Engine, t *kernel.NodeToken, vars *kern
 	fired := create(e, t.Process, t.Node.Name, t.Sets, t.Env, map[string]string{noteMode: "fire", noteAttached: t.Note(noteAttached)})
 	_ = fired
 	if b.el.Event.Kind == bpmn.EventTimer {
-		rearm(e, t, b.el.Event, map[string]string{noteAttached: t.Note(noteAttached)})
+		b.timer.rearm(e, t, map[string]string{noteAttached: t.Note(noteAttached)})
 		withdraw(e, t)
 	}
 	if vars != nil {
@@ -344,26 +376,33 @@ func (b *boundaryNode) trigger(e *kernel.Engine, t *kernel.NodeToken, vars *kern
 
 // ---- event sub-processes
 
-type eventSubProcess struct{ el *bpmn.Element }
+type eventSubProcess struct {
+	el    *bpmn.Element
+	st    *bpmn.Element // its start event
+	timer *timerEvent   // the start event's timer, if it is a timer start
+}
 
-func (s *eventSubProcess) start() *bpmn.Element {
-	for _, c := range s.el.Children {
+func newEventSubProcess(el *bpmn.Element) *eventSubProcess {
+	s := &eventSubProcess{el: el}
+	for _, c := range el.Children {
 		if c.Kind == "startEvent" {
-			return c
+			s.st = c
+			s.timer = newTimerEvent(c.Event)
+			break
 		}
 	}
-	return nil
+	return s
 }
 
 func (s *eventSubProcess) guard(e *kernel.Engine, t *kernel.NodeToken) (kernel.GuardResult, error) {
-	if st := s.start(); st != nil && st.Event.Kind == bpmn.EventTimer && t.Note(noteMode) == "listen" {
-		return timerGuard(e, t, st.Event), nil
+	if s.timer != nil && t.Note(noteMode) == "listen" {
+		return s.timer.guard(e, t), nil
 	}
 	return kernel.GuardResult{Action: kernel.Accept}, nil
 }
 
 func (s *eventSubProcess) execute(e *kernel.Engine, t *kernel.NodeToken) error {
-	st := s.start()
+	st := s.st
 	switch t.Note(noteMode) {
 	case "listen":
 		if st.Event.Kind == bpmn.EventTimer {
@@ -389,7 +428,7 @@ func (s *eventSubProcess) handleComplete(e *kernel.Engine, t *kernel.NodeToken, 
 // everything else in its scope; a non-interrupting one runs beside it, and
 // its listener keeps listening.
 func (s *eventSubProcess) trigger(e *kernel.Engine, t *kernel.NodeToken, vars *kernel.Env) {
-	st := s.start()
+	st := s.st
 	if vars != nil {
 		outputs(e, t, st, vars)
 	}
@@ -401,7 +440,7 @@ func (s *eventSubProcess) trigger(e *kernel.Engine, t *kernel.NodeToken, vars *k
 	}
 	create(e, t.Process, t.Node.Name, t.Sets, t.Env, map[string]string{noteMode: "run"})
 	if st.Event.Kind == bpmn.EventTimer {
-		rearm(e, t, st.Event, nil)
+		s.timer.rearm(e, t, nil)
 		withdraw(e, t)
 	}
 }

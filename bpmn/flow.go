@@ -4,68 +4,64 @@ import (
 	"github.com/veena-wf/veena/format/bpmn"
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
-	"sync"
 )
-
-// flowOf returns the sequence flow an arc was compiled from (nil for the
-// arc a link event adds).
-func flowOf(t *kernel.NodeToken, a *graph.Arc) *bpmn.Flow {
-	if a.Name == "" {
-		return nil
-	}
-	return propsOf(t.Process.Graph).Process.Flow(a.Name)
-}
 
 // outgoing chooses the arcs a token leaving an activity or event takes:
 // every flow without a condition and every flow whose condition holds; the
 // default flow only when no other is taken. requested, if it names arcs
 // (a task's outcome), decides instead.
 func outgoing(e *kernel.Engine, t *kernel.NodeToken, requested []string) []string {
-	n := t.Node
 	if len(requested) > 0 && !(len(requested) == 1 && requested[0] == "") {
 		return resolveOutcome(e, t, requested)
 	}
-	el := elementOf(n)
-	if plain := plainOut(t.Process.Graph, n); len(plain) > 0 {
-		return plain
+	el := elementOf(t.Node)
+	if el.AllOut {
+		return el.OutNames
 	}
 	var names []string
 	def := ""
-	for _, a := range n.OutArcs() {
-		f := flowOf(t, a)
+	for i, f := range el.OutFlows {
 		switch {
 		case f != nil && f.ID == el.Default:
-			def = a.Name
-		case f == nil || f.Condition == nil:
-			names = append(names, a.Name)
-		case condition(e, t, f.Condition, "condition of sequence flow "+f.ID, nil):
-			names = append(names, a.Name)
+			def = el.OutNames[i]
+		case f == nil || f.Condition == nil || flowCondition(e, t, f):
+			names = append(names, el.OutNames[i])
 		}
 	}
 	if len(names) == 0 && def != "" {
 		names = append(names, def)
 	}
-	if len(names) == 0 && len(n.OutArcs()) > 0 {
+	if len(names) == 0 && len(el.OutNames) > 0 {
 		fail(e, t, CodeNoRoute, "no condition of its outgoing sequence flows holds and it has no default flow")
 	}
 	return names
 }
 
+// flowCondition evaluates the condition of a sequence flow.
+func flowCondition(e *kernel.Engine, t *kernel.NodeToken, f *bpmn.Flow) bool {
+	b, err := truth(e, t, f.Condition, nil)
+	if err != nil {
+		fail(e, t, CodeConditionFailed, "condition of sequence flow %s (line %d): %v", f.ID, f.Condition.Pos.Line, err)
+	}
+	return b
+}
+
 // resolveOutcome maps the outcome of a task (flow ids or names) onto arcs.
 func resolveOutcome(e *kernel.Engine, t *kernel.NodeToken, requested []string) []string {
+	el := elementOf(t.Node)
 	var names []string
 	for _, r := range requested {
 		found := ""
-		for _, a := range t.Node.OutArcs() {
-			if a.Name == r {
-				found = a.Name
+		for _, name := range el.OutNames {
+			if name == r {
+				found = name
 				break
 			}
 		}
 		if found == "" {
-			for _, a := range t.Node.OutArcs() {
-				if f := flowOf(t, a); f != nil && f.Name == r {
-					found = a.Name
+			for i, f := range el.OutFlows {
+				if f != nil && f.Name == r {
+					found = el.OutNames[i]
 					break
 				}
 			}
@@ -79,15 +75,12 @@ func resolveOutcome(e *kernel.Engine, t *kernel.NodeToken, requested []string) [
 }
 
 // gateway is the node type of the four gateways.
-type gateway struct {
-	el  *bpmn.Element
-	out []string // the names of its out-arcs (read only: shared by its tokens)
-}
+type gateway struct{ el *bpmn.Element }
 
 func (g *gateway) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 	switch g.el.Gateway {
 	case "parallel", "eventBased":
-		complete(e, t, g.out...)
+		complete(e, t, g.el.OutNames...)
 	case "exclusive":
 		complete(e, t, g.exclusive(e, t)...)
 	case "inclusive":
@@ -98,27 +91,27 @@ func (g *gateway) execute(e *kernel.Engine, t *kernel.NodeToken) error {
 
 // exclusive takes the first flow, in document order, whose condition
 // holds; a flow without a condition counts as true; else the default
-// flow; else the step fails (no_route).
+// flow; else the step fails (no_route). The arc taken is a slice of the
+// element's OutNames: nothing is allocated.
 func (g *gateway) exclusive(e *kernel.Engine, t *kernel.NodeToken) []string {
-	out := t.Node.OutArcs()
-	if len(out) == 1 {
-		return []string{out[0].Name}
+	names := g.el.OutNames
+	if len(names) == 1 {
+		return names
 	}
-	def := ""
-	for _, a := range out {
-		f := flowOf(t, a)
+	def := -1
+	for i, f := range g.el.OutFlows {
 		if f != nil && f.ID == g.el.Default {
-			def = a.Name
+			def = i
 			continue
 		}
-		if f == nil || f.Condition == nil || condition(e, t, f.Condition, "condition of sequence flow "+f.ID, nil) {
-			return []string{a.Name}
+		if f == nil || f.Condition == nil || flowCondition(e, t, f) {
+			return names[i : i+1 : i+1]
 		}
 	}
-	if def != "" {
-		return []string{def}
+	if def >= 0 {
+		return names[def : def+1 : def+1]
 	}
-	if len(out) == 0 {
+	if len(names) == 0 {
 		return nil
 	}
 	fail(e, t, CodeNoRoute, "no condition of its outgoing sequence flows holds and it has no default flow")
@@ -184,28 +177,4 @@ func upstream(p *kernel.Process, join *graph.Node, scope *kernel.TokenSet, waiti
 		}
 	}
 	return false
-}
-
-// plainOuts caches, per node, the names of its out-arcs when none of its
-// flows has a condition and it has no default flow: they are all taken.
-var plainOuts sync.Map // *graph.Node -> []string (empty: not plain)
-
-func plainOut(g *graph.Graph, n *graph.Node) []string {
-	if v, ok := plainOuts.Load(n); ok {
-		return v.([]string)
-	}
-	names := outArcNames(n)
-	el := elementOf(n)
-	for _, a := range n.OutArcs() {
-		f := propsOf(g).Process.Flow(a.Name)
-		if (f != nil && f.Condition != nil) || (el != nil && el.Default != "") {
-			names = []string{}
-			break
-		}
-	}
-	if len(n.OutArcs()) == 0 {
-		names = []string{}
-	}
-	v, _ := plainOuts.LoadOrStore(n, names)
-	return v.([]string)
 }

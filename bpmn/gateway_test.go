@@ -40,9 +40,9 @@ func TestExclusiveGateway(t *testing.T) {
 	if got := strings.Join(r.opened(), "\n"); !strings.Contains(got, "incident x no_route") {
 		t.Errorf("effects %s, want a no_route incident at x", got)
 	}
-	// A condition that is not a boolean: condition_failed.
+	// A condition that is not a boolean: condition_failed, naming the flow.
 	r = load(t, noDefault).start(map[string]any{"amount": "lots"})
-	if got := strings.Join(r.opened(), "\n"); !strings.Contains(got, "incident x condition_failed") || !strings.Contains(got, "not null") && !strings.Contains(got, "boolean") {
+	if got := strings.Join(r.opened(), "\n"); !strings.Contains(got, "incident x condition_failed: condition of sequence flow fa (line 6)") || !strings.Contains(got, "not null") && !strings.Contains(got, "boolean") {
 		t.Errorf("effects %s, want condition_failed", got)
 	}
 }
@@ -120,6 +120,12 @@ func TestInclusiveGateway(t *testing.T) {
 	r = load(t, src).start(map[string]any{"gift": false, "express": true})
 	r.task("b", nil)
 	r.state("completed")
+	// A condition that does not give a boolean: condition_failed, naming the flow.
+	r = load(t, src).start(map[string]any{"gift": "lots", "express": true})
+	r.state("executing")
+	if got := strings.Join(r.opened(), "\n"); !strings.Contains(got, "incident fork condition_failed: condition of sequence flow fa (line 6)") {
+		t.Errorf("effects %s, want condition_failed at fork naming fa", got)
+	}
 	// None: the default.
 	r = load(t, src).start(map[string]any{"gift": false, "express": false})
 	r.state("completed")

@@ -487,3 +487,35 @@ func TestCompensation(t *testing.T) {
 [7 e C F]
 `)
 }
+
+// A timer written as text is read once for its node: each token still
+// counts its duration from when it arrives, and text that does not read
+// fails at each token that reaches it, where its timer fires.
+func TestStaticTimers(t *testing.T) {
+	src := model("", proc("p", `
+<startEvent id="s"/><sequenceFlow id="f0" sourceRef="s" targetRef="w"/>
+<intermediateCatchEvent id="w"><timerEventDefinition><timeDuration>PT1H</timeDuration></timerEventDefinition></intermediateCatchEvent>
+<sequenceFlow id="f1" sourceRef="w" targetRef="e"/><endEvent id="e"/>`))
+	r := load(t, src)
+	for _, at := range []time.Duration{0, 25 * time.Minute} {
+		r.now = t0.Add(at)
+		r.start(nil)
+		if w := r.active("w"); !w.DelayUntil.Equal(r.now.Add(time.Hour)) {
+			t.Errorf("started at %s: due %s, want an hour later", r.now, w.DelayUntil)
+		}
+		r.advance(time.Hour)
+		r.state("completed")
+	}
+	bad := load(t, strings.Replace(src, "PT1H", "PT1 hour", 1))
+	for range 2 {
+		bad.start(nil)
+		w := bad.active("w")
+		if w.Note("timerFailed") == "" || !w.DelayUntil.Equal(bad.now) {
+			t.Fatalf("a timer that does not read: notes %v, due %s; want it failed and due now", w.Notes, w.DelayUntil)
+		}
+		err := bad.engine().ReevaluateDelayedToken(w)
+		if err == nil || !strings.Contains(err.Error(), `timer "PT1 hour"`) {
+			t.Errorf("firing it: %v, want its timer's failure", err)
+		}
+	}
+}

@@ -110,9 +110,9 @@ func throwEscalation(e *kernel.Engine, t *kernel.NodeToken, code string) {
 func triggerListener(e *kernel.Engine, c *kernel.NodeToken, vars *kernel.Env) {
 	switch c.Node.Type {
 	case bpmn.TypeBoundary:
-		(&boundaryNode{el: elementOf(c.Node)}).trigger(e, c, vars)
+		newBoundaryNode(elementOf(c.Node)).trigger(e, c, vars)
 	case bpmn.TypeEventSub:
-		(&eventSubProcess{el: elementOf(c.Node)}).trigger(e, c, vars)
+		newEventSubProcess(elementOf(c.Node)).trigger(e, c, vars)
 	}
 }
 
@@ -200,7 +200,7 @@ func nextHandler(e *kernel.Engine, t *kernel.NodeToken) {
 		if t.Node.Type == bpmn.TypeEnd {
 			complete(e, t)
 		} else {
-			complete(e, t, outArcNames(t.Node)...)
+			complete(e, t, elementOf(t.Node).OutNames...)
 		}
 		return
 	}

@@ -172,6 +172,7 @@ func bigDefinition() string {
 type e2eServer struct {
 	base          string
 	admin, viewer string
+	bin           string // the veena binary, for the command line
 }
 
 func randomToken(t *testing.T) string {
@@ -235,6 +236,7 @@ func startServer(t *testing.T) e2eServer {
 		}
 	})
 	srv.base = "http://" + addr
+	srv.bin = bin
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, err := http.Get(srv.base + "/healthz")
@@ -257,6 +259,37 @@ func startServer(t *testing.T) e2eServer {
 	}
 	t.Logf("server: veena serve at %s", srv.base)
 	return srv
+}
+
+// checkShownIDs checks the ids the links under css show (at least want of
+// them, processes started in a burst): each is the start of its process's
+// id, which the link's title gives in full, and the command line, given
+// just what is shown, finds that process.
+func checkShownIDs(t *testing.T, srv e2eServer, b *browser, css string, want int) {
+	t.Helper()
+	var links []struct{ Href, Title, Text string }
+	if err := json.Unmarshal([]byte(b.str(fmt.Sprintf(`JSON.stringify([...document.querySelectorAll(%q)].map((a) => ({ href: decodeURIComponent(a.getAttribute('href')), title: a.title, text: a.innerText })))`, css))), &links); err != nil {
+		t.Fatal(err)
+	}
+	if len(links) < want {
+		t.Fatalf("%d links under %s, want %d or more", len(links), css, want)
+	}
+	for _, l := range links {
+		id := strings.TrimPrefix(l.Href, "#/processes/")
+		shown := strings.TrimSuffix(strings.TrimSpace(l.Text), "…")
+		if l.Title != id {
+			t.Errorf("the link to %s has title %q, want the full id", id, l.Title)
+		}
+		if len(shown) < 8 || !strings.HasPrefix(id, shown) {
+			t.Errorf("the link to %s shows %q, want the start of the id", id, l.Text)
+			continue
+		}
+		cmd := exec.Command(srv.bin, "processes", "show", shown, "--url", srv.base, "--token", srv.admin)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "Process "+id+"\n") {
+			t.Errorf("veena processes show %s (as shown for %s): %v\n%s", shown, id, err, out)
+		}
+	}
 }
 
 // apiCall is the test's own client of the HTTP API, for changes the page
@@ -640,6 +673,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.wait("the first page", `document.querySelectorAll('table.processes tbody tr').length === 25 && document.querySelector('[data-pager=next]') !== null`)
 	b.click("[data-pager=next]")
 	b.wait("the second page", `document.querySelectorAll('table.processes tbody tr').length === 2 && document.querySelector('[data-pager=next]') === null`)
+	b.click("[data-pager=previous]")
+	b.wait("the first page again", `document.querySelectorAll('table.processes tbody tr').length === 25`)
+	checkShownIDs(t, srv, b, "table.processes tbody a[data-process]", 25)
 
 	// 9. On a narrow screen the page stacks.
 	b.do("narrow viewport", chromedp.EmulateViewport(390, 844))

@@ -329,6 +329,16 @@ func testActions(t *testing.T, b *browser, srv e2eServer) {
 	if members != 3 {
 		t.Fatalf("%d members of reviewers, want 3: %+v", members, h.NodeTokens)
 	}
+	// The set's card shows each member's own attributes, and each
+	// reviewer's token card its member's reviewer.
+	b.wait("the token set's card with each member's reviewer", `(() => {
+		const c = document.querySelector('.token-set-card');
+		const rows = c ? [...c.querySelectorAll('table.member-env tbody tr')].map((r) => r.innerText.replace(/\s+/g, ' ').trim()) : [];
+		return rows.join('|') === '#0 "ann"|#1 "bob"|#2 "cy"';
+	})()`)
+	if got := b.str(`[...document.querySelectorAll('.token-card[data-node=review] .membership')].map((m) => m.dataset.member + ' ' + m.innerText).sort().join('|')`); got != `0 reviewers #0 (reviewer="ann")|1 reviewers #1 (reviewer="bob")|2 reviewers #2 (reviewer="cy")` {
+		t.Errorf("the reviewers' token cards read %q, want each member's reviewer", got)
+	}
 	b.screenshot("operator-token-set-done.png")
 
 	// Send an event routed by the context: it completes a reviewer.

@@ -174,12 +174,13 @@ type Event struct {
 	Seq     int64    // 1-based position in the process's event log
 	Process *Process // the process the event belongs to
 	Type    EventType
+	at      int64 // unix nanoseconds
+	node    int32 // index+1 of the node token, 0 for none
+	arc     int32 // index+1 of the arc token, 0 for none
+	names   int32 // 0: no names; -1: the default arc; n: Process.eventNames[n-1]
 	// ExitArcs is the number of arcs a NODE_TOKEN_COMPLETED token left on.
+	// (The int32 fields are last and together: an event is 48 bytes.)
 	ExitArcs int32
-	at       int64 // unix nanoseconds
-	node     int32 // index+1 of the node token, 0 for none
-	arc      int32 // index+1 of the arc token, 0 for none
-	names    int32 // 0: no names; -1: the default arc; n: Process.eventNames[n-1]
 }
 
 // NodeToken is the node token the event is about, or nil.

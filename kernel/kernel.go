@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/veena-wf/veena/graph"
 )
 
@@ -76,9 +75,7 @@ func New() *Kernel {
 		perGraph:      map[string][]listenerEntry{},
 		named:         map[string]Listener{},
 		ScriptTimeout: 5 * time.Second,
-		NewID: func() string {
-			return uuid.Must(uuid.NewV7()).String()
-		},
+		NewID:         NewUUIDv7,
 	}
 	k.registerBuiltins()
 	return k

@@ -122,21 +122,21 @@ type NodeToken struct {
 	GuardAction GuardAction
 	ExecType    ExecutionType
 	Complete    bool
+	// Work is the outside work the token holds open (see work.go).
+	Work        WorkFlags
+	active      bool // (beside the other one-byte fields: a token is 16 bytes smaller)
 	CreatedAt   time.Time
 	CompletedAt time.Time
 	Env         *Env // the token's own attributes, shared copy-on-write
 	Sets        []Membership
 	DelayUntil  time.Time
 	DelayCount  int
-	// Work is the outside work the token holds open (see work.go).
-	Work WorkFlags
 	// Notes is what the token's node type keeps about it while it runs (a
 	// subscription's name and key, the token a boundary event is attached
 	// to, a loop counter): stored with the token, never inherited by other
 	// tokens and not part of any environment. Nil when there is none.
 	Notes map[string]string
 
-	active  bool
 	epoch   uint64       // the journal epoch that saved it last
 	parent1 [1]*ArcToken // backing of Parents when there is one parent
 	child1  [1]*ArcToken // backing of Children when there is one child
@@ -154,11 +154,11 @@ type ArcToken struct {
 	Pending     bool       // created but not yet processed
 	Complete    bool
 	ExecType    ExecutionType
+	active      bool // processed, incomplete, waiting at its end node
 	Sets        []Membership
 	CreatedAt   time.Time
 	CompletedAt time.Time
 
-	active      bool      // processed, incomplete, waiting at its end node
 	nextWaiting *ArcToken // the next token waiting on the same arc
 	epoch       uint64    // the journal epoch that saved it last
 }

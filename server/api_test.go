@@ -41,6 +41,7 @@ func TestAPI(t *testing.T) {
 		{"inbox gauge", testInboxGauge},
 		{"conflict", testConflict},
 		{"incoming events", testIncomingEvents},
+		{"token sets", testTokenSets},
 	}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -949,3 +950,44 @@ func TestPanicIsInternal(t *testing.T) {
 type panicky struct{ server.Engine }
 
 func (panicky) Process(context.Context, string) (*veena.Process, error) { panic("boom") }
+
+// defReview fans out to a token set of reviewers, joined by a tokenSet
+// join, and to three arcs joined by an and join.
+const defReview = `<?xml version="1.0"?>
+<process-definition name="review" xmlns="http://sarasvati.googlecode.com/ProcessDefinition">
+  <node name="A" type="wait" isStart="true"><arc name="fan" to="R"/><arc to="B"/><arc to="C"/><arc to="D"/></node>
+  <node name="R" type="wait"><arc to="J"/></node>
+  <node name="J" type="wait" joinType="tokenSet" joinParam="reviewers"/>
+  <node name="B" type="wait"><arc to="K"/></node>
+  <node name="C" type="wait"><arc to="K"/></node>
+  <node name="D" type="wait"><arc to="K"/></node>
+  <node name="K" type="wait" joinType="and"/>
+</process-definition>
+`
+
+// testTokenSets: GET /processes/{id}/token-sets serves each token set with
+// its shared environment and its members' own, by member index.
+func testTokenSets(t *testing.T, e *env) {
+	e.load(defReview)
+	p := e.start("review", "")
+	if r := e.get("/api/v1/processes/" + p.ID + "/token-sets"); r.status != http.StatusOK || string(r.body) != "[]\n" {
+		t.Fatalf("token sets before any: %d %s", r.status, r.body)
+	}
+	e.want(e.complete(e.active(p.ID, "A"), `{"arcs": ["fan"], "tokenSet": {"name": "reviewers", "count": 3, "env": {"topic": "pricing"}, "memberEnv": {"reviewer": ["ann", "bob", "cy"], "round": [1, 2, 1]}}}`), http.StatusOK, "")
+
+	r := e.get("/api/v1/processes/" + p.ID + "/token-sets")
+	e.want(r, http.StatusOK, "")
+	var sets []veena.TokenSet
+	r.decode(t, &sets)
+	if len(sets) != 1 {
+		t.Fatalf("token sets %s", r.body)
+	}
+	s := sets[0]
+	if s.ID != p.ID+".s0" || s.Process != p.ID || s.Name != "reviewers" || s.Members != 3 || s.Level != 1 || fmt.Sprint(s.Env) != "map[topic:pricing]" {
+		t.Fatalf("token set %s", r.body)
+	}
+	if got := fmt.Sprint(s.MemberEnvs); got != "[map[reviewer:ann round:1] map[reviewer:bob round:2] map[reviewer:cy round:1]]" {
+		t.Fatalf("member environments %s, from %s", got, r.body)
+	}
+	e.want(e.get("/api/v1/processes/no-such-process/token-sets"), http.StatusNotFound, "not_found")
+}

@@ -601,6 +601,17 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, run func(ctx co
 	writeJSON(w, http.StatusOK, p)
 }
 
+// getTokenSets answers a process's token sets, in the order they were
+// made, each with its shared environment and its members' own.
+func (s *Server) getTokenSets(w http.ResponseWriter, r *http.Request) {
+	sets, err := s.cfg.Engine.TokenSets(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sets)
+}
+
 // getTokens answers a process's token history. With ?limit= or ?after= it
 // is a page: at most limit node and arc tokens together (default and most
 // 1000) created after the cursor, each list in creation order, and "next"

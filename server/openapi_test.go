@@ -151,6 +151,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		{"NodeToken", veena.NodeToken{}, false},
 		{"ArcToken", veena.ArcToken{}, false},
 		{"TokenSetRef", veena.TokenSetRef{}, false},
+		{"TokenSet", veena.TokenSet{}, false},
 		{"TokenHistory", veena.TokenHistory{}, false},
 		{"Event", veena.Event{}, false},
 		{"Problem", server.Problem{}, false},

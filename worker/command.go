@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"time"
 	"unicode"
 )
 
@@ -28,6 +27,10 @@ import (
 //   - any other exit status fails the job (offered again after a back-off
 //     while retries remain) with the last lines of stderr as the message;
 //     a command killed at the end of the lease fails the same way;
+//   - a command is stopped (the lease ran out, the worker stops, a result
+//     was refused) with SIGTERM to it and every process it started, then
+//     SIGKILL after a grace period (on Linux, where each command runs in a
+//     process group of its own; elsewhere the command alone is killed);
 //   - file descriptor 3 (named by VEENA_RESULTS_FD) takes intermediate
 //     results of a Petri net activity with several outputs while the
 //     command runs: one JSON object a line, "_result" its code and the
@@ -49,9 +52,8 @@ func Command(argv []string) (Handler, error) {
 		cctx, stop := context.WithCancel(ctx) // stop kills the command
 		defer stop()
 		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-		// A killed command's own children may hold its output open: give
-		// them a moment, then stop waiting for it.
-		cmd.WaitDelay = time.Second
+		// The end of cctx stops the command and the processes it started.
+		ownGroup(cmd)
 		cmd.Stdin = bytes.NewReader(in)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout = &limited{w: &stdout, n: 16 << 20}

@@ -231,6 +231,7 @@ var engines = []struct {
 	{"veena-kernel", veenaKernel},
 	{"veena-engine-memory", veenaEngine},
 	{"lib-bpmn-engine", libEngine},
+	{"floor", floorBench},
 }
 
 func BenchmarkLibLoad(b *testing.B) {

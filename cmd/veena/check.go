@@ -177,23 +177,25 @@ func otherDefinitions(ctx context.Context, e *veena.Engine, loaded map[string]*v
 	return out, nil
 }
 
-// warningsOf are what a definition that loads may still do wrong.
-func warningsOf(d *veena.Definition) []string {
+// warningsOf are what a definition that loads from file may still do
+// wrong, each as file:line:column: message (file: message when it has no
+// place in the file), the form of the problems that fail a load.
+func warningsOf(file string, d *veena.Definition) []string {
 	var out []string
 	start := false
 	for _, n := range d.Nodes {
 		start = start || n.Start && n.External == ""
 	}
 	if !start && d.Net == nil {
-		out = append(out, fmt.Sprintf("definition %s has no start node: it cannot be started on its own (it can be imported as an external, or run by a nested node)", d.Name))
+		out = append(out, fmt.Sprintf("%s: definition %s has no start node: it cannot be started on its own (it can be imported as an external, or run by a nested node)", file, d.Name))
 	}
 	// The definition's own warnings, as loading reports them (a cycle
 	// without a wait state, …).
 	for _, w := range d.Warnings {
 		if w.Line > 0 {
-			out = append(out, fmt.Sprintf("%s (line %d, column %d)", w.Message, w.Line, w.Column))
+			out = append(out, fmt.Sprintf("%s:%d:%d: %s", file, w.Line, w.Column, w.Message))
 		} else {
-			out = append(out, w.Message)
+			out = append(out, fmt.Sprintf("%s: %s", file, w.Message))
 		}
 	}
 	return out
@@ -286,7 +288,9 @@ sniffed from the content, every problem the server would refuse it for: XML,
 unknown node types, guards and joins that do not compile, externals), in an
 engine in memory, externals before the definitions that import them. Problems
 are printed as file:line:column: message; warnings (a definition with no start
-node) too, but they do not fail the check unless --strict.
+node, a cycle without a wait state, an unreachable element) as
+file:line:column: warning: message, and they do not fail the check unless
+--strict.
 
 A directory is searched recursively for definition files (` + strings.Join(definitionExts, ", ") + `),
 and each is named on its own line.
@@ -328,7 +332,7 @@ process to get stuck.`,
 					bad++
 				} else if d := loaded[f]; d != nil {
 					r.Definition, r.Nodes, r.Arcs = d.Name, len(d.Nodes), len(d.Arcs)
-					r.Warnings = warningsOf(d)
+					r.Warnings = warningsOf(f, d)
 					if len(r.Warnings) > 0 {
 						warned++
 					}
@@ -356,7 +360,9 @@ process to get stuck.`,
 						fmt.Fprintf(w, "%s: ok (%s: %d %s, %d %s)\n", r.File, r.Definition, r.Nodes, plural(r.Nodes, "node", "nodes"), r.Arcs, plural(r.Arcs, "arc", "arcs"))
 					}
 					for _, wn := range r.Warnings {
-						fmt.Fprintf(ew, "%s: warning: %s\n", r.File, wn)
+						// file:line:column: warning: message
+						where, msg, _ := strings.Cut(wn[len(r.File):], ": ")
+						fmt.Fprintf(ew, "%s%s: warning: %s\n", r.File, where, msg)
 					}
 				}
 			}

@@ -733,7 +733,9 @@ code choosing arcs, and "_error": {"code": …, "message": …} throws a
 business error instead. Any other exit status fails the job with the end of
 standard error as the message: it is offered again after a back-off while
 retries remain, then an incident opens. A command still running when its
-lease ends is killed and fails the same way.
+lease ends is stopped and fails the same way: on Linux each command runs in a
+process group of its own, and the whole group (the processes the command
+started too) gets SIGTERM, then SIGKILL 5 seconds later.
 
 A Petri net activity with several outputs reports intermediate results while
 COMMAND runs: each line it writes to file descriptor 3 (VEENA_RESULTS_FD) is a

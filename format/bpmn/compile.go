@@ -187,12 +187,15 @@ func compileProcess(d *Definitions, p *Process, hash string) (*graph.Graph, erro
 		nodes[el.ID] = n
 		g.Nodes = append(g.Nodes, n)
 	}
+	flows := map[*graph.Arc]*Flow{}
 	for _, f := range p.Flows {
 		from, to := nodes[f.Source], nodes[f.Target]
 		if from == nil || to == nil {
 			continue // reported by the parser
 		}
-		g.Arcs = append(g.Arcs, &graph.Arc{From: from, To: to, Name: f.ID, Pos: f.Pos})
+		a := &graph.Arc{From: from, To: to, Name: f.ID, Pos: f.Pos}
+		flows[a] = f
+		g.Arcs = append(g.Arcs, a)
 	}
 	// A link throw leads to its catch like a sequence flow: an unnamed arc.
 	for _, el := range p.Elements {
@@ -206,6 +209,9 @@ func compileProcess(d *Definitions, p *Process, hash string) (*graph.Graph, erro
 		}
 	}
 	g.Finish()
+	for _, n := range g.Nodes {
+		outgoing(n, n.Props.(*Element), flows)
+	}
 	// An inclusive gateway with several incoming flows joins by the
 	// non-local rule.
 	for _, n := range g.Nodes {
@@ -217,4 +223,20 @@ func compileProcess(d *Definitions, p *Process, hash string) (*graph.Graph, erro
 	}
 	g.Props = props
 	return g, nil
+}
+
+// outgoing sets an element's outgoing arcs (Element.OutNames, OutFlows,
+// AllOut) from its node's out-arcs.
+func outgoing(n *graph.Node, el *Element, flows map[*graph.Arc]*Flow) {
+	arcs := n.OutArcs()
+	el.OutNames = make([]string, len(arcs))
+	el.OutFlows = make([]*Flow, len(arcs))
+	el.AllOut = len(arcs) > 0 && el.Default == ""
+	for i, a := range arcs {
+		f := flows[a]
+		el.OutNames[i], el.OutFlows[i] = a.Name, f
+		if f != nil && f.Condition != nil {
+			el.AllOut = false
+		}
+	}
 }

@@ -131,7 +131,17 @@ type Element struct {
 	AttachedTo   string   // boundary events: the activity's id
 	Boundaries   []string // activities: their boundary events' ids, in document order
 	Default      string   // the default flow's id
-	Loop         *Loop
+	// Outgoing are the element's outgoing arcs in its node's order, worked
+	// out once by Compile so that a token leaving the element looks
+	// nothing up: OutNames their names, OutFlows their sequence flows (nil
+	// for the arc a link throw adds to its catch). Shared: read only.
+	OutNames []string
+	OutFlows []*Flow
+	// AllOut is true when a token leaving the element takes every outgoing
+	// arc: there is one at least, no flow has a condition and there is no
+	// default flow.
+	AllOut bool
+	Loop   *Loop
 	// TriggeredByEvent marks an event sub-process.
 	TriggeredByEvent bool
 	ForCompensation  bool

@@ -155,6 +155,9 @@ export const api = {
     json: { definition, ...(version ? { version: Number(version) } : {}), ...(env && Object.keys(env).length ? { env } : {}) },
   }),
   cancelProcess: (id) => request('POST', `/processes/${enc(id)}/cancel`, { json: {} }),
+  // The token sets of a process, each with its shared environment and one
+  // environment per member (memberEnvs[i] is member i's).
+  tokenSets: (id) => request('GET', `/processes/${enc(id)}/token-sets`),
   // The token history, read page by page (at most 1000 tokens a request):
   // both lists in creation order. A history beyond 100 pages is cut short
   // (truncated: true); the graph then shows its beginning.

@@ -7,7 +7,7 @@
 
 import cytoscape from '/vendor/cytoscape.esm.min.mjs';
 import { api } from './api.js';
-import { h, clear, envTable, shortId, toast, errorToast } from './ui.js';
+import { h, clear, envTable, idCode, toast, errorToast } from './ui.js';
 import { loadElk } from './graph.js';
 
 export function isNetDefinition(def) {
@@ -298,7 +298,7 @@ export function netPanel(id, def, session, onChange) {
     clear(activities).append(m.activities.length
       ? h('table.list', h('thead', h('tr', ['place', 'job', 'state'].map((t) => h('th', { scope: 'col' }, t)))),
         h('tbody', m.activities.map((a) => h('tr', { 'data-activity': a.place },
-          h('td', a.place), h('td', h('code', shortId(a.job))), h('td', a.state)))))
+          h('td', a.place), h('td', idCode(a.job)), h('td', a.state)))))
       : h('p.muted', 'No activity runs.'));
     const deferred = Object.entries(m.deferred || {});
     const blocked = Object.entries(m.blocked || {});

@@ -8,7 +8,7 @@ import { isNetDefinition, createNetView, netLegend, netPanel } from './net.js';
 import { recordPanel, workApi } from './work.js';
 import { api, followEvents } from './api.js';
 import {
-  h, clear, fmtTime, fmtClock, shortId, envTable, modal, attributeEditor, navigate, routeHref,
+  h, clear, fmtTime, fmtClock, fmtValue, shortId, idCode, envTable, modal, attributeEditor, navigate, routeHref,
   toast, errorToast, stateBadge, idWithCopy, contextChips, parseValue,
 } from './ui.js';
 import { createGraphView, computeOverlay, tokenState, arcWaitsAtJoin, legend, nodeKey } from './graph.js';
@@ -22,6 +22,12 @@ async function openParent(tokenId) {
 }
 
 const TERMINAL = new Set(['completed', 'canceled']);
+
+// The token sets of a process, read only when one of its tokens is in one.
+async function loadTokenSets(id, tokens) {
+  const any = (tokens.nodeTokens || []).some((t) => (t.tokenSets || []).length);
+  return any ? api.tokenSets(id) : [];
+}
 
 const EVENT_WORDS = {
   PROCESS_CREATED: 'process created',
@@ -82,7 +88,7 @@ const arcText = (arc) => {
 
 export async function processView(el, id, session) {
   const state = {
-    proc: null, def: null, tokens: { nodeTokens: [], arcTokens: [] }, events: [],
+    proc: null, def: null, tokens: { nodeTokens: [], arcTokens: [] }, tokenSets: [], events: [],
     selected: '', children: new Map(), parent: null, stream: null, destroyed: false, seenSeq: 0,
   };
   state.proc = await api.process(id);
@@ -93,6 +99,7 @@ export async function processView(el, id, session) {
   ]);
   state.def = def;
   state.tokens = normTokens(tokens);
+  state.tokenSets = await loadTokenSets(id, state.tokens);
   state.events = events;
   state.seenSeq = events.reduce((m, e) => Math.max(m, Number(e.seq) || 0), 0);
   const nodeByKey = new Map((def.nodes || []).map((n) => [nodeKey(n.name, n.external), n]));
@@ -125,6 +132,8 @@ export async function processView(el, id, session) {
   const timeline = h('ol.timeline', { 'aria-label': 'Events, oldest first', tabindex: '0' });
   const procEnv = h('div');
   const tokenDetail = h('div.token-detail');
+  const setsBox = h('div.token-sets');
+  const setsSection = h('section', { 'aria-labelledby': 'h-sets', hidden: true }, h('h2#h-sets', 'Token sets'), setsBox);
   const history = h('div.table-wrap', { tabindex: '0', role: 'region', 'aria-label': 'Token history (scrolls sideways on a narrow screen)' });
   const activeHeading = h('h2#h-active');
   const envHeading = h('h2#h-env', 'Process environment');
@@ -150,6 +159,7 @@ export async function processView(el, id, session) {
     h('section.panel', { 'aria-labelledby': 'h-history' }, h('h2#h-history', 'Token history'), history),
     h('aside.panel.side',
       h('section', { 'aria-labelledby': 'h-token' }, h('h2#h-token', 'Selected token'), tokenDetail),
+      setsSection,
       h('section', { 'aria-labelledby': 'h-env' }, envHeading, procEnv))));
   if (schema) {
     el.insertBefore(schema.el, el.children[4] || null);
@@ -305,13 +315,13 @@ export async function processView(el, id, session) {
       return h(delayed ? 'li.token-card.delayed' : 'li.token-card', { 'data-token': t.id, 'data-node': t.node },
         h('div', h('strong', nodeLabel(t)), ' ', h('span.muted', n ? n.type : ''), delayed ? h('span.badge.state-delayed', 'delayed') : null,
           failed ? h('span.badge.failed', 'guard failed') : null),
-        h('div.muted.small', `token ${shortId(t.id)} · since ${fmtTime(t.createdAt)}`,
-          (t.tokenSets || []).length ? ` · ${t.tokenSets.map((m) => `${m.name} #${m.member}`).join(', ')}` : ''),
+        h('div.muted.small', 'token ', idCode(t.id), ` · since ${fmtTime(t.createdAt)}`),
+        (t.tokenSets || []).length ? h('div.small.memberships', t.tokenSets.map((m, i) => [i ? ' · ' : '', membership(m)])) : null,
         delayed && t.delayUntil && !failed ? h('div.small.delay', { 'data-delay-until': t.delayUntil }, 'Its guard runs again at ', h('strong', fmtTime(t.delayUntil)),
           n && n.guard ? [' (', h('code', n.guard), ')'] : null) : null,
-        failed ? h('div.small.failed', 'Its guard failed when its time came', failed.incident ? `; incident ${shortId(failed.incident)} waits to be resolved` : '', '.') : null,
+        failed ? h('div.small.failed', 'Its guard failed when its time came', failed.incident ? ['; incident ', idCode(failed.incident), ' waits to be resolved'] : '', '.') : null,
         running.length ? h('div.small', 'Waits for nested process ', running.map((p, i) => [i ? ', ' : '',
-          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`)])) : null,
+          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child', title: p.id }, `${p.definition} ${shortId(p.id)}`)])) : null,
         h('div.row-actions',
           h('button.small', { type: 'button', 'data-focus': `details:${t.id}`, onclick: () => selectToken(t.id, true) }, 'Details'),
           session.canAct && executing() && !running.length && !schema && !bpmn && !net
@@ -376,6 +386,35 @@ export async function processView(el, id, session) {
       h('tbody', rows)));
   }
 
+  // A token's membership in a token set, with the member's own attributes.
+  function membership(m) {
+    const set = state.tokenSets.find((s) => s.id === m.set);
+    const env = set && set.memberEnvs ? set.memberEnvs[m.member] || {} : {};
+    const keys = Object.keys(env).sort();
+    return h('span.membership', { 'data-set': m.set, 'data-member': String(m.member) }, `${m.name} #${m.member}`,
+      keys.length ? [' (', keys.map((k, i) => [i ? ', ' : '', h('code', `${k}=${fmtValue(env[k])}`)]), ')'] : null);
+  }
+
+  // A card for each token set: its shared attributes, and a row of
+  // attributes for each member.
+  function renderTokenSets() {
+    clear(setsBox);
+    setsSection.hidden = !state.tokenSets.length;
+    setsBox.append(...state.tokenSets.map((s) => {
+      const envs = s.memberEnvs || [];
+      const keys = [...new Set(envs.flatMap((e) => Object.keys(e || {})))].sort();
+      return h('div.token-set-card', { 'data-set': s.id },
+        h('div', h('strong', s.name), ' ', h('span.muted', `${s.members} member${s.members === 1 ? '' : 's'} · `), idCode(s.id)),
+        envTable(s.env, 'Shared by the members'),
+        keys.length
+          ? h('table.env.member-env', h('caption', 'Each member\'s own'),
+            h('thead', h('tr', h('th', { scope: 'col' }, 'member'), keys.map((k) => h('th', { scope: 'col' }, k)))),
+            h('tbody', envs.map((e, i) => h('tr', { 'data-member': String(i) }, h('th', { scope: 'row' }, `#${i}`),
+              keys.map((k) => h('td', e && k in e ? h('code', fmtValue(e[k])) : h('span.muted', '—')))))))
+          : h('p.muted', 'The members have no attributes of their own.'));
+    }));
+  }
+
   const runsNested = (t) => (state.children.get(t.id) || []).some((p) => !TERMINAL.has(p.state));
 
   function renderSelected() {
@@ -395,7 +434,7 @@ export async function processView(el, id, session) {
         h('dt', 'completed'), h('dd', t.completedAt ? fmtTime(t.completedAt) : '—'),
         h('dt', 'came in on'), h('dd', arcList(t.parents).map((a) => arcText(a.arc)).join('; ') || '—'),
         h('dt', 'went out on'), h('dd', arcList(t.children).map((a) => `${arcText(a.arc)}${arcWaitsAtJoin(a) ? ' (waiting at the join)' : ''}`).join('; ') || '—'),
-        (t.tokenSets || []).length ? [h('dt', 'token sets'), h('dd', t.tokenSets.map((s) => `${s.name} #${s.member}`).join(', '))] : null),
+        (t.tokenSets || []).length ? [h('dt', 'token sets'), h('dd', t.tokenSets.map((m, i) => [i ? '; ' : '', membership(m)]))] : null),
       envTable(t.env, 'Token environment'),
       session.canAct && executing() && !t.complete
         ? h('div.row-actions', h('button.small', { type: 'button', 'data-action': 'edit-token-env', onclick: () => editTokenEnv(t) }, 'Edit the token environment…'))
@@ -403,7 +442,7 @@ export async function processView(el, id, session) {
     const kids = state.children.get(t.id);
     if (kids && kids.length) {
       tokenDetail.append(h('p', 'Nested processes: ', kids.map((p, i) => [i ? ', ' : '',
-        h('a', { href: routeHref('processes', p.id) }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)])));
+        h('a', { href: routeHref('processes', p.id), title: p.id }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)])));
     }
   }
 
@@ -411,16 +450,16 @@ export async function processView(el, id, session) {
     clear(relations);
     const items = [];
     if (state.parent) {
-      items.push(h('li', 'Nested in ', h('a', { href: routeHref('processes', state.parent.process), 'data-rel': 'parent' }, `process ${shortId(state.parent.process)}`),
+      items.push(h('li', 'Nested in ', h('a', { href: routeHref('processes', state.parent.process), 'data-rel': 'parent', title: state.parent.process }, `process ${shortId(state.parent.process)}`),
         ` at node ${nodeLabel(state.parent)}`));
     } else if (state.proc.parentToken) {
-      items.push(h('li', 'Nested under token ', h('code', shortId(state.proc.parentToken))));
+      items.push(h('li', 'Nested under token ', idCode(state.proc.parentToken)));
     }
     for (const [tokenId, kids] of state.children) {
       const t = tokenById().get(tokenId);
       for (const p of kids) {
         items.push(h('li', `Node ${nodeLabel(t)} started nested process `,
-          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child' }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)));
+          h('a', { href: routeHref('processes', p.id), 'data-rel': 'child', title: p.id }, `${p.definition} ${shortId(p.id)}`), ' ', stateBadge(p.state)));
       }
     }
     if (items.length) relations.append(h('ul.relations-list', items));
@@ -450,6 +489,7 @@ export async function processView(el, id, session) {
     renderTimeline();
     renderHistory();
     renderSelected();
+    renderTokenSets();
     renderRelations();
   }
 
@@ -489,8 +529,11 @@ export async function processView(el, id, session) {
       if (net) { const m = await net.refresh(); if (m && !state.destroyed) graph.setMarking(m); }
       record.refresh();
       if (state.destroyed) return;
+      const sets = await loadTokenSets(id, tk);
+      if (state.destroyed) return;
       state.proc = p;
       state.tokens = normTokens(tk);
+      state.tokenSets = sets;
       if (bpmn) bpmn.refresh(state.tokens);
       await loadRelations();
       renderAll();

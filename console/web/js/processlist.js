@@ -5,7 +5,7 @@
 
 import { api } from './api.js';
 import {
-  h, clear, fmtTime, fmtAgo, shortId, navigate, routeHref, errorToast, stateBadge, PROCESS_STATES,
+  h, clear, fmtTime, fmtAgo, shortId, idCode, navigate, routeHref, errorToast, stateBadge, PROCESS_STATES,
   copyButton, contextChips,
 } from './ui.js';
 import { sendEventDialog } from './actions.js';
@@ -116,7 +116,7 @@ async function filterForm(base, f, { states }) {
   h('div.filter', h('label', { for: 'f-definition' }, 'Definition'), defSelect),
   stateSelect ? h('div.filter', h('label', { for: 'f-state' }, 'State'), stateSelect) : null,
   more,
-  f.parentToken ? h('span.chip', `nested under token ${shortId(f.parentToken)} `,
+  f.parentToken ? h('span.chip', 'nested under token ', idCode(f.parentToken), ' ',
     h('a', { href: routeOf(base, { ...f, parentToken: '' }), 'aria-label': 'Remove the parent token filter' }, '×')) : null,
   h('div.filter-buttons',
     h('button.primary', { type: 'submit', 'data-action-filter': 'apply' }, 'Apply'),

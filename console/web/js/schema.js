@@ -45,7 +45,7 @@ export function schemaPanel(id) {
           n.due ? h('div.muted', `due ${fmtClock(n.due)}`) : null,
           n.arc ? h('div.muted', `→ ${n.arc}`) : null,
           n.error ? h('div.error', n.error) : null,
-          (n.children || []).length ? h('div', 'children: ', n.children.map((c, j) => [j ? ', ' : '', h('a', { href: routeHref('processes', c), 'data-rel': 'schema-child' }, shortId(c))])) : null)));
+          (n.children || []).length ? h('div', 'children: ', n.children.map((c, j) => [j ? ', ' : '', h('a', { href: routeHref('processes', c), 'data-rel': 'schema-child', title: c }, shortId(c))])) : null)));
       for (const a of n.actions || []) {
         rows.push(h('tr', { class: `action st-${a.state}`, 'data-action-name': a.name, 'data-state': a.state },
           h('td', ''),

@@ -62,9 +62,34 @@ export function fmtClock(iso) {
   return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
 }
 
+// Ids are shown by their start, because the start is what the command line
+// and the process search take: any start of a process id that only one
+// process has stands for it, and a token, task, job or incident id is its
+// process id (or such a start) with ".n3", ".t1" and the like.
+//
+// How much of the start: process ids are UUIDv7s, 0192f7c4-3b1e-7a2c-…. The
+// first 12 hex digits are the millisecond the process was named, so the
+// first 8 characters are the same for every process started within about a
+// minute, and the first 13 for those started within one millisecond. After
+// the version digit 7 come 3 digits that order the ids made within one
+// millisecond, and the engine never hands out the same time and order
+// twice; so the first 18 characters, through those digits, tell apart every
+// process one engine names (the random digits after them would make the
+// display longer without telling more apart in practice). Ids of another
+// shape show the same 18 characters. The full id goes in the title
+// (idCode, or a title on the link) and copy buttons copy the full id.
+export const ID_SHOWN = 18;
+
 export function shortId(id) {
   const s = String(id || '');
-  return s.length > 10 ? `…${s.slice(-8)}` : s;
+  const child = /^(.*)(\.[a-z]\d+)$/.exec(s);
+  if (child) return shortId(child[1]) + child[2];
+  return s.length > ID_SHOWN + 2 ? `${s.slice(0, ID_SHOWN)}…` : s;
+}
+
+// An abbreviated id in monospace, with the full id on hover.
+export function idCode(id) {
+  return h('code.short-id', { title: String(id || ''), 'data-full-id': String(id || '') }, shortId(id));
 }
 
 export function fmtValue(v) {

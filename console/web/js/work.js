@@ -161,7 +161,7 @@ export async function tasklistView(el, query, session) {
       h('td', String(t.priority)),
       h('td', t.dueAt ? fmtTime(t.dueAt) : ''),
       h('td.small', [...(t.assignee ? [`assignee ${t.assignee}`] : []), ...t.candidateUsers, ...t.candidateGroups.map((g) => `@${g}`), ...(t.queue ? [`queue ${t.queue}`] : [])].join(', ')),
-      h('td', h('a', { href: `#/processes/${enc(t.process)}`, onclick: (e) => e.stopPropagation() }, shortId(t.process))))))));
+      h('td', h('a', { href: `#/processes/${enc(t.process)}`, title: t.process, onclick: (e) => e.stopPropagation() }, shortId(t.process))))))));
   }
 
   function select(id) {
@@ -200,7 +200,7 @@ export async function tasklistView(el, query, session) {
       h('dl.facts',
         h('dt', 'Held by'), h('dd', { 'data-field': 'held-by' }, t.claimedBy ? `${t.claimedBy} since ${fmtTime(t.claimedAt)}` : 'nobody'),
         h('dt', 'Node'), h('dd', t.node),
-        h('dt', 'Process'), h('dd', h('a', { href: `#/processes/${enc(t.process)}` }, shortId(t.process)), ` (${t.definition})`),
+        h('dt', 'Process'), h('dd', h('a', { href: `#/processes/${enc(t.process)}`, title: t.process }, shortId(t.process)), ` (${t.definition})`),
         h('dt', 'Priority'), h('dd', String(t.priority)),
         t.dueAt ? [h('dt', 'Due'), h('dd', fmtTime(t.dueAt))] : null,
         t.followUpAt ? [h('dt', 'Follow up'), h('dd', fmtTime(t.followUpAt))] : null,
@@ -332,7 +332,7 @@ export async function incidentsView(el, query, session) {
           h('td', h('code', i.kind)),
           h('td', i.node),
           h('td.message', i.message),
-          h('td', h('a', { href: `#/processes/${enc(i.process)}` }, shortId(i.process))),
+          h('td', h('a', { href: `#/processes/${enc(i.process)}`, title: i.process }, shortId(i.process))),
           h('td', fmtTime(i.createdAt)),
           h('td', i.state === 'open' ? i.state : `resolved ${fmtTime(i.resolvedAt)}`),
           h('td', i.state === 'open' && session.canAct ? [i.kind === 'job_failed' ? [retries, ' '] : null, resolve, msg] : null));

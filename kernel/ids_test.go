@@ -1,0 +1,65 @@
+package kernel
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Process ids are UUIDv7s stamped with the time they were made, unique,
+// and in the order made even within one millisecond.
+func TestUUIDv7(t *testing.T) {
+	before := time.Now()
+	ids := make([]string, 20000)
+	for i := range ids {
+		ids[i] = NewUUIDv7()
+	}
+	after := time.Now()
+	seen := map[string]bool{}
+	for i, s := range ids {
+		u, err := uuid.Parse(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if u.Version() != 7 || u.Variant() != uuid.RFC4122 || u.String() != s {
+			t.Fatalf("%s: version %d, variant %s, text %s", s, u.Version(), u.Variant(), u)
+		}
+		sec, nsec := u.Time().UnixTime()
+		at := time.Unix(sec, nsec)
+		if at.Before(before.Truncate(time.Millisecond)) || at.After(after.Add(time.Second)) {
+			t.Fatalf("%s is stamped %s, made between %s and %s", s, at, before, after)
+		}
+		if seen[s] {
+			t.Fatalf("%s made twice", s)
+		}
+		seen[s] = true
+		if i > 0 && s <= ids[i-1] {
+			t.Fatalf("%s made after %s sorts before it", s, ids[i-1])
+		}
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("ids not in the order made")
+	}
+	// The random bits differ: no two ids share their last 14 hex digits (56 of the 62 random bits).
+	tails := map[string]bool{}
+	for _, s := range ids {
+		tails[s[21:]] = true
+	}
+	if len(tails) != len(ids) {
+		t.Fatalf("%d distinct random parts in %d ids", len(tails), len(ids))
+	}
+}
+
+func BenchmarkNewUUIDv7(b *testing.B) {
+	for b.Loop() {
+		_ = NewUUIDv7()
+	}
+}
+
+func BenchmarkUUIDPackageV7(b *testing.B) {
+	for b.Loop() {
+		_ = uuid.Must(uuid.NewV7()).String()
+	}
+}
