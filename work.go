@@ -1,6 +1,7 @@
 package veena
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -187,18 +188,22 @@ func (c *cmd) apply(ctx context.Context, tx store.Tx) error {
 		}
 	}
 	if len(c.notes) > 0 {
-		notes := append([]store.AuditNote(nil), c.notes...)
-		sort.SliceStable(notes, func(i, j int) bool {
-			if notes[i].Process != notes[j].Process {
-				return notes[i].Process < notes[j].Process
-			}
-			return notes[i].Seq < notes[j].Seq
-		})
+		notes := c.notes
+		if !slices.IsSortedFunc(notes, noteOrder) {
+			// A copy: the write may run again, and c.notes keeps its order.
+			notes = slices.Clone(notes)
+			slices.SortStableFunc(notes, noteOrder)
+		}
 		if err := tx.PutAuditNotes(ctx, notes); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// noteOrder orders audit notes by process, then event.
+func noteOrder(a, b store.AuditNote) int {
+	return cmp.Or(strings.Compare(a.Process, b.Process), cmp.Compare(a.Seq, b.Seq))
 }
 
 // The ops of the work layer.
