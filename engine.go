@@ -875,7 +875,8 @@ type plan struct {
 	ctxDrop []string          // processes whose context stops counting
 	unique  []string
 	bump    bool // the root row is not rewritten: set its version
-	cmd     *cmd // the work rows the command writes, its audit notes
+	cmd     *cmd // the work rows the command writes, its audit notes (c)
+	c       cmd
 	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
@@ -906,7 +907,9 @@ type correlationWrite struct {
 // a listener) fails the command.
 func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context) (p *plan) {
 	now := e.clock()
-	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys, cmd: &cmd{ctx: ctx, rows: rows, now: now.UTC()}}
+	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys}
+	p.c = cmd{ctx: ctx, rows: rows, now: now.UTC()}
+	p.cmd = &p.c
 	defer func() {
 		if r := recover(); r != nil {
 			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
@@ -1010,12 +1013,11 @@ func (p *plan) prepare(e *Engine) error {
 			p.cmd.effects(q)
 		}
 		if len(q.Events) > 0 {
-			r := eventRecord(q)
-			p.events = append(p.events, r)
-			if !known && r.First == 1 {
-				rec.FirstEvents = &r // stored with the new row
+			p.events = append(p.events, eventRecord(q))
+			if r := &p.events[len(p.events)-1]; !known && r.First == 1 {
+				rec.FirstEvents = r // stored with the new row
 			} else {
-				p.appended = append(p.appended, r)
+				p.appended = append(p.appended, *r)
 			}
 		}
 		facts := e.factsWith(q, rec.WaitNodes, true)
