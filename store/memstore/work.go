@@ -171,8 +171,17 @@ func copyTask(t *store.Task) *store.Task {
 
 func copyJob(j *store.Job) *store.Job {
 	c := *j
-	c.Headers = slices.Clone(j.Headers)
-	c.Env = slices.Clone(j.Env)
+	// One array for both (each capped at its length, so that appending to
+	// one cannot write over the other).
+	h, e := len(j.Headers), len(j.Env)
+	b := append(append(make([]byte, 0, h+e), j.Headers...), j.Env...)
+	c.Headers, c.Env = nil, nil
+	if j.Headers != nil {
+		c.Headers = b[:h:h]
+	}
+	if j.Env != nil {
+		c.Env = b[h:]
+	}
 	return &c
 }
 
