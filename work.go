@@ -66,8 +66,8 @@ type cmd struct {
 	wake   []string // job types to wake waiting activations for, after commit
 	// tasks and jobs are the rows the command writes (at the revision
 	// read), for the engine's row cache after commit.
-	tasks []store.Task
-	jobs  []store.Job
+	tasks []*store.Task
+	jobs  []*store.Job
 	// outside is set when the command read a work row outside its
 	// transaction (from the engine's cache or the store): a refusal then
 	// may come from a row that has changed since, and the command runs
@@ -97,30 +97,27 @@ func (c *cmd) noteOutside() {
 	}
 }
 
-// putTask writes a task row in the command's transaction.
-func (c *cmd) putTask(r store.Task) {
+// putTask writes a task row in the command's transaction. The command
+// owns r from then on: the caller reads it no more than it changes it.
+func (c *cmd) putTask(r *store.Task) {
 	c.tasks = append(c.tasks, r)
-	i := len(c.tasks) - 1
 	c.write(func(ctx context.Context, tx store.Tx) error {
 		// The store sets the row's new revision: the row is put back as
 		// read, so that the write can run again.
-		t := &c.tasks[i]
-		rev := t.Rev
-		err := tx.PutTask(ctx, t)
-		t.Rev = rev
+		rev := r.Rev
+		err := tx.PutTask(ctx, r)
+		r.Rev = rev
 		return err
 	})
 }
 
 // putJob writes a job row in the command's transaction (as putTask).
-func (c *cmd) putJob(r store.Job) {
+func (c *cmd) putJob(r *store.Job) {
 	c.jobs = append(c.jobs, r)
-	i := len(c.jobs) - 1
 	c.write(func(ctx context.Context, tx store.Tx) error {
-		j := &c.jobs[i]
-		rev := j.Rev
-		err := tx.PutJob(ctx, j)
-		j.Rev = rev
+		rev := r.Rev
+		err := tx.PutJob(ctx, r)
+		r.Rev = rev
 		return err
 	})
 }
@@ -152,7 +149,7 @@ func (c *cmd) effects(q *kernel.Process) {
 				CandidateUsers: spec.CandidateUsers, CandidateGroups: spec.CandidateGroups, Queue: spec.Queue,
 				Priority: spec.Priority, DueAt: spec.DueAt, FollowUpAt: spec.FollowUpAt, Data: data, Initial: data, CreatedAt: now,
 			}
-			c.putTask(row)
+			c.putTask(&row)
 		case kernel.JobOffered:
 			spec := ef.Job
 			headers, _ := json.Marshal(spec.Headers)
@@ -164,7 +161,7 @@ func (c *cmd) effects(q *kernel.Process) {
 				Type: spec.Type, State: store.JobOpen, Retries: spec.Retries, Headers: headers, Env: jsonObject(spec.Env),
 				DueAt: now, CreatedAt: now,
 			}
-			c.putJob(row)
+			c.putJob(&row)
 			c.wake = append(c.wake, spec.Type)
 		case kernel.IncidentRaised:
 			spec := ef.Incident
@@ -413,7 +410,7 @@ func (o *op) task(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) er
 		c.note(p.ID, seq, a.User, detail)
 	}
 	if changed {
-		c.putTask(*row)
+		c.putTask(row)
 	}
 	t, err := taskOf(row)
 	if err != nil {
@@ -561,7 +558,7 @@ func (o *op) job(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome) err
 		}
 		c.note(p.ID, seq, a.Worker, row.ErrorMessage)
 	}
-	c.putJob(*row)
+	c.putJob(row)
 	return nil
 }
 
@@ -599,7 +596,7 @@ func (o *op) resolve(ke *kernel.Engine, p *kernel.Process, c *cmd, res *outcome)
 		}
 		job.State, job.Retries, job.DueAt, job.Worker, job.LockedUntil = store.JobOpen, n, c.now, "", time.Time{}
 		job.Env = jsonObject(tok.FullEnv().Copy().Map())
-		c.putJob(*job)
+		c.putJob(job)
 		c.wake = append(c.wake, job.Type)
 	} else if err := ke.ResolveIncident(tok, row.Kind, true); err != nil {
 		return err
@@ -950,7 +947,7 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 			e.stopWaiting(req.Type, w)
 			out := make([]Job, 0, len(rows))
 			for _, r := range rows {
-				e.rows.putJob(*r)
+				e.rows.putJob(r)
 				j, err := jobOf(r)
 				if err != nil {
 					return nil, err
@@ -1005,7 +1002,7 @@ func (e *Engine) yieldJobs(rows []*store.Job) {
 			}
 			continue
 		}
-		e.rows.putJob(open)
+		e.rows.putJob(&open)
 		types = append(types, r.Type)
 	}
 	e.offerJobs(types)
@@ -1346,32 +1343,33 @@ func (e *Engine) WorkCounts(ctx context.Context) (*WorkCounts, error) {
 // and the command runs again in its transaction on what is stored.
 type rowCache struct {
 	mu    sync.Mutex
-	tasks map[string]store.Task
-	jobs  map[string]store.Job
+	tasks map[string]*store.Task
+	jobs  map[string]*store.Job
 }
 
 // rowCacheSize bounds each map; a full map starts over.
 const rowCacheSize = 1 << 15
 
 // putTask caches a row unless a newer revision of it is cached (a row
-// written by a command may arrive after a newer one read meanwhile).
-func (c *rowCache) putTask(t store.Task) {
+// written by a command may arrive after a newer one read meanwhile). The
+// cache keeps t itself: nobody changes it after (readers get copies).
+func (c *rowCache) putTask(t *store.Task) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tasks == nil || len(c.tasks) >= rowCacheSize {
-		c.tasks = map[string]store.Task{}
+		c.tasks = map[string]*store.Task{}
 	}
 	if old, ok := c.tasks[t.ID]; !ok || old.Rev <= t.Rev {
 		c.tasks[t.ID] = t
 	}
 }
 
-// putJob caches a row unless a newer revision of it is cached.
-func (c *rowCache) putJob(j store.Job) {
+// putJob caches a row unless a newer revision of it is cached (as putTask).
+func (c *rowCache) putJob(j *store.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.jobs == nil || len(c.jobs) >= rowCacheSize {
-		c.jobs = map[string]store.Job{}
+		c.jobs = map[string]*store.Job{}
 	}
 	if old, ok := c.jobs[j.ID]; !ok || old.Rev <= j.Rev {
 		c.jobs[j.ID] = j
@@ -1386,9 +1384,10 @@ type cachedRows struct {
 
 func (r cachedRows) Task(ctx context.Context, id string) (*store.Task, error) {
 	r.c.mu.Lock()
-	t, ok := r.c.tasks[id]
+	cached, ok := r.c.tasks[id]
 	r.c.mu.Unlock()
 	if ok {
+		t := *cached
 		t.CandidateUsers = slices.Clone(t.CandidateUsers)
 		t.CandidateGroups = slices.Clone(t.CandidateGroups)
 		return &t, nil
@@ -1398,9 +1397,10 @@ func (r cachedRows) Task(ctx context.Context, id string) (*store.Task, error) {
 
 func (r cachedRows) Job(ctx context.Context, id string) (*store.Job, error) {
 	r.c.mu.Lock()
-	j, ok := r.c.jobs[id]
+	cached, ok := r.c.jobs[id]
 	r.c.mu.Unlock()
 	if ok {
+		j := *cached
 		return &j, nil
 	}
 	return r.st.Job(ctx, id)
@@ -1411,7 +1411,7 @@ func (r cachedRows) Incident(ctx context.Context, id string) (*store.Incident, e
 }
 
 // remember caches the rows a committed command wrote, at their new
-// revisions. A row that reached its end (a completed or canceled task or
+// revisions (the command's rows themselves: it is over). A row that reached its end (a completed or canceled task or
 // job, a job that threw an error) no command changes any more: it leaves
 // the cache instead of crowding it (a command that asks for it again
 // reads it from the store).
