@@ -645,17 +645,25 @@ func taskOf(r *store.Task) (*Task, error) {
 }
 
 func jobOf(r *store.Job) (*Job, error) {
+	j, err := jobValue(r)
+	if err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+func jobValue(r *store.Job) (Job, error) {
 	env, err := valuesFrom(r.Env)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: env: %w", r.ID, err)
+		return Job{}, fmt.Errorf("job %s: env: %w", r.ID, err)
 	}
 	headers := map[string]string{}
 	if len(r.Headers) > 0 && string(r.Headers) != "{}" {
 		if err := json.Unmarshal(r.Headers, &headers); err != nil {
-			return nil, fmt.Errorf("job %s: headers: %w", r.ID, err)
+			return Job{}, fmt.Errorf("job %s: headers: %w", r.ID, err)
 		}
 	}
-	return &Job{ID: r.ID, Type: r.Type, Process: r.Process, NodeToken: nodeTokenID(r.Process, r.Token), Node: r.Node,
+	return Job{ID: r.ID, Type: r.Type, Process: r.Process, NodeToken: nodeTokenID(r.Process, r.Token), Node: r.Node,
 		State: r.State, Retries: r.Retries, Headers: headers, Env: env, Worker: optString(r.Worker),
 		LockedUntil: optTime(r.LockedUntil), DueAt: r.DueAt, CreatedAt: r.CreatedAt, ErrorMessage: optString(r.ErrorMessage)}, nil
 }
@@ -948,11 +956,11 @@ func (e *Engine) ActivateJobs(ctx context.Context, req ActivateRequest) ([]Job, 
 			out := make([]Job, 0, len(rows))
 			for _, r := range rows {
 				e.rows.putJob(r)
-				j, err := jobOf(r)
+				j, err := jobValue(r)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, *j)
+				out = append(out, j)
 			}
 			return out, nil
 		}
