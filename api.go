@@ -40,6 +40,12 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 		return nil, err
 	}
 	setTransients(env, req.Transient)
+	res := &outcome{}
+	if req.IdempotencyKey != "" {
+		// The request a recorded outcome answers (without a key, nothing
+		// is recorded and nothing asks).
+		res.Request = requestID("start", req.Definition, req.Version, env.Map(), req.Context)
+	}
 	out, err := e.command(ctx, "", req.IdempotencyKey, func(ke *kernel.Engine, t *tree, c *cmd) (*kernel.Process, error) {
 		p, err := ke.StartWith(g, env, pctx, req.Setup)
 		if err != nil {
@@ -48,7 +54,7 @@ func (e *Engine) StartProcess(ctx context.Context, req StartRequest) (*Process, 
 		t.root = p
 		c.startRecord(p, req.User, atts)
 		return p, nil
-	}, &outcome{Request: requestID("start", req.Definition, req.Version, env.Map(), req.Context)}, nil)
+	}, res, nil)
 	if err != nil {
 		return nil, err
 	}

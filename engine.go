@@ -95,6 +95,8 @@ type Engine struct {
 
 	locks rootLocks
 	cache *treeCache
+	// idle are kernel engines whose command is over (see commandRunner).
+	idle  sync.Pool
 	bg    sync.WaitGroup // deliveries after commits (messages.go)
 	roots rootMap        // nested process id -> root id
 	// starting are the new trees whose first command is committing in
@@ -492,13 +494,14 @@ var errNoChange = errors.New("nothing to do")
 type tree struct {
 	root    *kernel.Process
 	version int64
-	before  map[string]processFacts
+	before  factsBook
 	// unindexed holds the processes whose rows were written without
 	// their waits (by an older Veena): their wait nodes are written whole.
 	unindexed map[string]bool
 }
 
 type processFacts struct {
+	id        string // the process
 	state     kernel.State
 	timers    int
 	context   map[string]string // a copy, to see changes
@@ -509,7 +512,13 @@ type processFacts struct {
 }
 
 func (e *Engine) factsOf(p *kernel.Process) processFacts {
-	f := processFacts{state: p.State}
+	return e.factsWith(p, nil, false)
+}
+
+// factsWith is factsOf with the nodes p waits at, if the caller has
+// them already (known).
+func (e *Engine) factsWith(p *kernel.Process, waitNodes []string, known bool) processFacts {
+	f := processFacts{id: p.ID, state: p.State}
 	if len(p.Context) > 0 {
 		f.context = maps.Clone(p.Context)
 	}
@@ -525,7 +534,11 @@ func (e *Engine) factsOf(p *kernel.Process) processFacts {
 				f.works[t.ID] = w.Key
 			}
 		}
-		f.waitNodes = waitNodesOf(p)
+		if known {
+			f.waitNodes = waitNodes
+		} else {
+			f.waitNodes = waitNodesOf(p)
+		}
 		cs := correlationsOf(p, "")
 		f.correl = correlationKey(cs)
 		f.msgWaits = messageWaits(cs)
@@ -541,14 +554,73 @@ func isDelayed(t *kernel.NodeToken) bool {
 }
 
 // remember notes the facts of every process of the tree, as the next
-// command will find them.
-func (e *Engine) remember(t *tree) {
-	if t.before == nil {
-		t.before = map[string]processFacts{}
-	} else {
-		clear(t.before)
+// command will find them; fresh are facts the caller has just worked out
+// (for processes it did not change since).
+func (e *Engine) remember(t *tree, fresh []freshFacts) {
+	t.before.reset()
+	t.root.Walk(func(p *kernel.Process) {
+		for _, f := range fresh {
+			if f.p == p {
+				t.before.add(f.facts)
+				return
+			}
+		}
+		t.before.add(e.factsOf(p))
+	})
+}
+
+// factsBook holds the facts of the processes of a tree: a list, and an
+// index by process id once the tree has more than a few processes (most
+// trees have one: a map for it would cost more than the facts).
+type factsBook struct {
+	list  []processFacts
+	index map[string]int
+}
+
+// factsIndexed is the number of processes above which a factsBook has
+// an index.
+const factsIndexed = 8
+
+func (b *factsBook) reset() {
+	clear(b.list)
+	b.list = b.list[:0]
+	b.index = nil
+}
+
+func (b *factsBook) add(f processFacts) {
+	b.list = append(b.list, f)
+	switch n := len(b.list); {
+	case n == factsIndexed+1:
+		b.index = make(map[string]int, 2*n)
+		for i, x := range b.list {
+			b.index[x.id] = i
+		}
+	case n > factsIndexed+1:
+		b.index[f.id] = n - 1
 	}
-	t.root.Walk(func(p *kernel.Process) { t.before[p.ID] = e.factsOf(p) })
+}
+
+// get returns the facts of process id, if the tree had it.
+func (b *factsBook) get(id string) (processFacts, bool) {
+	if b.index != nil {
+		i, ok := b.index[id]
+		if !ok {
+			return processFacts{}, false
+		}
+		return b.list[i], true
+	}
+	for _, f := range b.list {
+		if f.id == id {
+			return f, true
+		}
+	}
+	return processFacts{}, false
+}
+
+// freshFacts are the facts of a process as a command left it.
+type freshFacts struct {
+	p     *kernel.Process
+	facts processFacts
 }
 
 // graphOf finds a definition version, reloading definitions once if this
@@ -595,7 +667,7 @@ func (e *Engine) decodeTree(ctx context.Context, rows []*store.Process, version 
 			e.roots.put(r.ID, r.Root)
 		}
 	}
-	e.remember(t)
+	e.remember(t, nil)
 	return t, nil
 }
 
@@ -807,6 +879,8 @@ type plan struct {
 	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
+	// fresh holds the facts of the one process of most trees, for prepare.
+	fresh [1]freshFacts
 }
 
 // wakeRun is a piece of outside work to run after commit.
@@ -838,13 +912,11 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
 		}
 	}()
-	ke := e.k.Engine(now)
-	if d := e.k.Limits.Effective().CommandTime; d > 0 {
-		// The kernel has no clock: the command's time budget is kept here.
-		timer := time.AfterFunc(d, func() { ke.Interrupt(nil) })
-		defer timer.Stop()
-	}
+	r := e.commandRunner(now)
+	ke := r.ke
 	target, err := fn(ke, t, p.cmd)
+	// Reached only without a panic: the engine is as a command leaves it.
+	defer e.release(r)
 	if err != nil {
 		p.err = err
 		return p
@@ -862,6 +934,47 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 	return p
 }
 
+// commandRunner is a kernel engine for commands, with the timer that
+// keeps a command to its time budget (the kernel has no clock). One whose
+// command is over serves the next one (Engine.idle), so that neither is
+// made again per command.
+type commandRunner struct {
+	ke    *kernel.Engine
+	timer *time.Timer
+	armed bool
+}
+
+// commandRunner returns a runner for a command at now, its timer running.
+func (e *Engine) commandRunner(now time.Time) *commandRunner {
+	r, _ := e.idle.Get().(*commandRunner)
+	if r == nil || !r.ke.Reuse(now) {
+		r = &commandRunner{ke: e.k.Engine(now)}
+	}
+	if d := e.k.Limits.Effective().CommandTime; d > 0 {
+		if r.timer == nil {
+			ke := r.ke
+			r.timer = time.AfterFunc(d, func() { ke.Interrupt(nil) })
+		} else {
+			r.timer.Reset(d)
+		}
+		r.armed = true
+	}
+	return r
+}
+
+// release stops a runner's timer and keeps the runner for another
+// command, unless its timer went off (its engine is interrupted, or about
+// to be).
+func (e *Engine) release(r *commandRunner) {
+	if r.armed {
+		r.armed = false
+		if !r.timer.Stop() {
+			return
+		}
+	}
+	e.idle.Put(r)
+}
+
 // prepare encodes the processes the command changed, their new events,
 // timers and context changes, and moves the tree to its next version.
 func (p *plan) prepare(e *Engine) error {
@@ -869,6 +982,7 @@ func (p *plan) prepare(e *Engine) error {
 	t.version++
 	var err error
 	rootSeen := false
+	fresh := p.fresh[:0]
 	t.root.Walk(func(q *kernel.Process) {
 		// Any event means a change, even where the kernel left Dirty unset.
 		if err != nil || (!q.Dirty && len(q.Events) == 0) {
@@ -883,7 +997,8 @@ func (p *plan) prepare(e *Engine) error {
 			rootSeen = true
 		}
 		recordWaits(rec, q)
-		if b, ok := t.before[q.ID]; ok {
+		before, known := t.before.get(q.ID)
+		if b := before; known {
 			rec.StoredState = b.state.String()
 			if !t.unindexed[q.ID] {
 				rec.StoredWaitNodes = b.waitNodes
@@ -891,7 +1006,6 @@ func (p *plan) prepare(e *Engine) error {
 		}
 		delete(t.unindexed, q.ID)
 		p.records = append(p.records, rec)
-		before, known := t.before[q.ID]
 		if len(q.Effects) > 0 {
 			p.cmd.effects(q)
 		}
@@ -904,7 +1018,8 @@ func (p *plan) prepare(e *Engine) error {
 				p.appended = append(p.appended, r)
 			}
 		}
-		facts := e.factsOf(q)
+		facts := e.factsWith(q, rec.WaitNodes, true)
+		fresh = append(fresh, freshFacts{q, facts})
 		if facts.correl != before.correl {
 			cs := correlationsOf(q, rec.Root)
 			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
@@ -955,7 +1070,7 @@ func (p *plan) prepare(e *Engine) error {
 		return err
 	}
 	p.bump = !rootSeen
-	e.remember(t)
+	e.remember(t, fresh)
 	return nil
 }
 

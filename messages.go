@@ -207,7 +207,8 @@ func (e *Engine) takeBuffered(ke *kernel.Engine, t *tree, p *plan) error {
 			if q.State != kernel.Executing || (!q.Dirty && len(q.Events) == 0) {
 				return
 			}
-			before := t.before[q.ID].msgWaits
+			b, _ := t.before.get(q.ID)
+			before := b.msgWaits
 			for _, tok := range q.NodeTokens {
 				if tok.Active() && !tok.Complete && tok.Note("await") == "message" && !tried[tok] && !slices.Contains(before, tok.ID) {
 					waiting = append(waiting, tok)

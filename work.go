@@ -99,13 +99,29 @@ func (c *cmd) noteOutside() {
 // putTask writes a task row in the command's transaction.
 func (c *cmd) putTask(r store.Task) {
 	c.tasks = append(c.tasks, r)
-	c.write(func(ctx context.Context, tx store.Tx) error { x := r; return tx.PutTask(ctx, &x) })
+	i := len(c.tasks) - 1
+	c.write(func(ctx context.Context, tx store.Tx) error {
+		// The store sets the row's new revision: the row is put back as
+		// read, so that the write can run again.
+		t := &c.tasks[i]
+		rev := t.Rev
+		err := tx.PutTask(ctx, t)
+		t.Rev = rev
+		return err
+	})
 }
 
-// putJob writes a job row in the command's transaction.
+// putJob writes a job row in the command's transaction (as putTask).
 func (c *cmd) putJob(r store.Job) {
 	c.jobs = append(c.jobs, r)
-	c.write(func(ctx context.Context, tx store.Tx) error { x := r; return tx.PutJob(ctx, &x) })
+	i := len(c.jobs) - 1
+	c.write(func(ctx context.Context, tx store.Tx) error {
+		j := &c.jobs[i]
+		rev := j.Rev
+		err := tx.PutJob(ctx, j)
+		j.Rev = rev
+		return err
+	})
 }
 
 // write adds a write to the command's transaction. Writes must not change
@@ -632,7 +648,7 @@ func jobOf(r *store.Job) (*Job, error) {
 		return nil, fmt.Errorf("job %s: env: %w", r.ID, err)
 	}
 	headers := map[string]string{}
-	if len(r.Headers) > 0 {
+	if len(r.Headers) > 0 && string(r.Headers) != "{}" {
 		if err := json.Unmarshal(r.Headers, &headers); err != nil {
 			return nil, fmt.Errorf("job %s: headers: %w", r.ID, err)
 		}
@@ -1389,14 +1405,44 @@ func (r cachedRows) Incident(ctx context.Context, id string) (*store.Incident, e
 	return r.st.Incident(ctx, id)
 }
 
-// remember caches the rows a committed command wrote, at their new revisions.
+// remember caches the rows a committed command wrote, at their new
+// revisions. A row that reached its end (a completed or canceled task or
+// job, a job that threw an error) no command changes any more: it leaves
+// the cache instead of crowding it (a command that asks for it again
+// reads it from the store).
 func (c *rowCache) remember(cm *cmd) {
 	for _, t := range cm.tasks {
 		t.Rev++
-		c.putTask(t)
+		if t.State == store.TaskCompleted || t.State == store.TaskCanceled {
+			c.forgetTask(t.ID, t.Rev)
+		} else {
+			c.putTask(t)
+		}
 	}
 	for _, j := range cm.jobs {
 		j.Rev++
-		c.putJob(j)
+		if j.State == store.JobCompleted || j.State == store.JobCanceled || j.State == store.JobErrorThrown {
+			c.forgetJob(j.ID, j.Rev)
+		} else {
+			c.putJob(j)
+		}
+	}
+}
+
+// forgetTask and forgetJob drop a cached row unless a newer revision of
+// it is cached.
+func (c *rowCache) forgetTask(id string, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.tasks[id]; ok && old.Rev <= rev {
+		delete(c.tasks, id)
+	}
+}
+
+func (c *rowCache) forgetJob(id string, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.jobs[id]; ok && old.Rev <= rev {
+		delete(c.jobs, id)
 	}
 }

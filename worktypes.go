@@ -168,7 +168,7 @@ func jsonObject(m map[string]Value) []byte {
 // valuesFrom decodes a JSON object of attribute values (empty for none).
 func valuesFrom(b []byte) (map[string]Value, error) {
 	m := map[string]Value{}
-	if len(b) == 0 {
+	if len(b) == 0 || string(b) == "{}" {
 		return m, nil
 	}
 	err := json.Unmarshal(b, &m)

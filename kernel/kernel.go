@@ -259,6 +259,22 @@ func (k *Kernel) Engine(now time.Time) *Engine {
 	return &Engine{k: k, now: now.UTC(), at: now.UnixNano()}
 }
 
+// Reuse readies an engine for commands at time now, keeping the buffers
+// its journal grew, and reports whether it could: an engine that was
+// interrupted cannot be (Interrupt is for good). It must not be running a
+// command, and what it was given during the last one (node types'
+// Values) is gone.
+func (e *Engine) Reuse(now time.Time) bool {
+	if e.depth != 0 || e.stop.Load() != nil || e.script.Load() != nil {
+		return false
+	}
+	e.now, e.at = now.UTC(), now.UnixNano()
+	e.root, e.backtracking = nil, false
+	e.startBudget()
+	clear(e.values)
+	return true
+}
+
 // Now is the command's time.
 func (e *Engine) Now() time.Time { return e.now }
 
@@ -1165,11 +1181,15 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	e.saved(p)
 	if len(p.Events) == 0 {
 		if p.Events == nil {
-			p.Events = make([]Event, 0, 8) // a command on a waiting token fires about seven
+			p.Events = make([]Event, 0, e.runtime(p.Graph.Nodes[0]).graph.commandEventHint())
 		}
 		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
 	p.EventSeq++
+	if n := len(p.Events); n == cap(p.Events) && n < maxCommandEvents {
+		// The list grows: the next command sizes its list for this many.
+		raise(&e.runtime(p.Graph.Nodes[0]).graph.commandEvents, n+1)
+	}
 	p.Events = extend(p.Events)
 	ev := &p.Events[len(p.Events)-1]
 	ev.Seq, ev.Process, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, p, typ, int32(exits), e.at

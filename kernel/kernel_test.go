@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestOneNodeProcessCompletesAtStart(t *testing.T) {
@@ -101,5 +102,36 @@ func TestNoStartNodes(t *testing.T) {
 	_, err := k.Engine(t0).Start(g, nil)
 	if !errors.Is(err, ErrNoStartNodes) {
 		t.Fatalf("err = %v, want no_start_nodes", err)
+	}
+}
+
+// TestEngineReuse: an engine readied for another command runs it at the
+// new time with none of the last command's values; an interrupted one
+// cannot be readied (its next command would fail at once).
+func TestEngineReuse(t *testing.T) {
+	k := testKernel()
+	g := mkGraph(t, "ab", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"B"}}, N{Name: "B"})
+	e := k.Engine(t0)
+	p, err := e.Start(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetValue("k", 1)
+	t1 := t0.Add(time.Hour)
+	if !e.Reuse(t1) {
+		t.Fatal("an engine whose command is over could not be reused")
+	}
+	if e.Value("k") != nil {
+		t.Fatal("a reused engine kept the last command's value")
+	}
+	if err := e.Complete(token(t, p, "A")); err != nil {
+		t.Fatal(err)
+	}
+	if at := p.Events[len(p.Events)-1].At(); !at.Equal(t1) {
+		t.Fatalf("the reused engine's event is at %s, want %s", at, t1)
+	}
+	e.Interrupt(nil)
+	if e.Reuse(t1) {
+		t.Fatal("an interrupted engine was reused")
 	}
 }

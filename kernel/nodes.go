@@ -77,7 +77,17 @@ func (k *Kernel) HasNodeType(name string) bool {
 // once instead of growing them.
 type graphRuntime struct {
 	events, nodeTokens, arcTokens atomic.Int64
+	// commandEvents is the most events a command fired on a process whose
+	// events its caller had taken (Process.Events nil), up to
+	// maxCommandEvents: the size of the next such command's list.
+	commandEvents atomic.Int64
 }
+
+// maxCommandEvents bounds commandEvents, so that one long command does
+// not make every later one allocate for as many events.
+const maxCommandEvents = 32
+
+func (g *graphRuntime) commandEventHint() int { return int(max(g.commandEvents.Load(), 8)) }
 
 func (g *graphRuntime) eventHint() int { return int(min(max(g.events.Load(), 4), 1<<16)) }
 func (g *graphRuntime) nodeHint() int  { return int(min(max(g.nodeTokens.Load(), 1), 1<<12)) }
@@ -92,9 +102,13 @@ func (g *graphRuntime) observe(p *Process) {
 }
 
 // observeEnd notes the lists of a process that completed: what the next
-// one will likely need in all.
+// one will likely need in all. Events its caller took along the way (the
+// list holds fewer than it fired) do not tell how many it fired in all:
+// the events hint then stays as its start left it.
 func (g *graphRuntime) observeEnd(p *Process) {
-	g.events.Store(int64(len(p.Events)))
+	if int64(len(p.Events)) == p.EventSeq {
+		g.events.Store(int64(len(p.Events)))
+	}
 	g.nodeTokens.Store(int64(len(p.NodeTokens)))
 	g.arcTokens.Store(int64(len(p.ArcTokens)))
 }

@@ -154,6 +154,7 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, store.Tx) e
 		return errClosed
 	}
 	tx := &tx{s: s}
+	tx.undo = tx.first[:0]
 	if err := fn(ctx, tx); err != nil {
 		s.mu.Lock()
 		for i := len(tx.undo) - 1; i >= 0; i-- {
@@ -166,8 +167,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, store.Tx) e
 }
 
 type tx struct {
-	s    *Store
-	undo []func()
+	s     *Store
+	undo  []func()
+	first [8]func() // the undo of a command's first writes, without growing undo
 }
 
 func (t *tx) Key(_ context.Context, key string) ([]byte, bool, error) {
