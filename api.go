@@ -119,7 +119,8 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 			}
 		}
 	}
-	if !out.Stalled && len(failures) == 0 && len(incidents) == 0 {
+	joins := slices.ContainsFunc(out.WaitingAt, func(w Wait) bool { return w.Kind == WaitJoin })
+	if !out.Stalled && !joins && len(failures) == 0 && len(incidents) == 0 {
 		return out, nil
 	}
 	p, err := snapshot.Decode(row, e.graphs(ctx))
@@ -129,6 +130,9 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 	kernel.Reindex(p)
 	if out.Stalled {
 		out.Stall = stallOf(p)
+	}
+	if joins {
+		setJoinProgress(out.WaitingAt, p)
 	}
 	for _, f := range failures {
 		tf := TimerFailure{Token: nodeTokenID(id, f.Token), Message: f.Message, At: f.At.UTC(), Attempts: f.Attempts, DueAt: f.DueAt.UTC()}

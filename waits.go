@@ -30,6 +30,9 @@ type Wait struct {
 	Until *time.Time `json:"until,omitempty"`
 	// Arcs counts the arc tokens waiting at a join.
 	Arcs int `json:"arcs,omitempty"`
+	// Progress says how far a join has come (see JoinProgress), on a
+	// process read (Engine.Process) only.
+	Progress []JoinProgress `json:"progress,omitempty"`
 }
 
 // The kinds of Wait.

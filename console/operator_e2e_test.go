@@ -378,6 +378,18 @@ func testActions(t *testing.T, b *browser, srv e2eServer) {
 	if p.Env["approvedBy"] != "dan" || len(p.WaitingAt) != 0 || p.State != "completed" && (len(p.WaitingAt) == 0 || p.WaitingAt[0]["node"] == "review") {
 		t.Fatalf("after the event: %s, env %v, waiting at %v", p.State, p.Env, p.WaitingAt)
 	}
+	// One reviewer of three completes: the tokenSet join at decide waits
+	// for the other two, on the process page and in the waiting work.
+	apiCall(t, srv, "POST", "/node-tokens/"+activeToken(t, srv, id, "review")+"/complete", map[string]any{}, nil)
+	b.goTo("#/processes/" + id)
+	b.waitPage("the reviewers' process")
+	b.wait("the join card", `(() => { const c = document.querySelector('.join-card[data-join=decide] .join-progress'); return c && c.innerText === 'reviewers: 1 of 3 members arrived'; })()`)
+	b.wait("the join's label on the graph", `document.querySelector('.graph-host').graphLabels().some((l) => l.includes('◷ join: 1 of 3 arrived'))`)
+	b.screenshot("operator-join-progress.png")
+	b.goTo("#/waiting?node=decide")
+	b.waitPage("waiting at decide")
+	b.wait("the join row", fmt.Sprintf(`(() => { const s = document.querySelector(%q); return s && s.dataset.progress === 'yes' && s.textContent.trim() === '(reviewers: 1 of 3 members arrived)'; })()`,
+		fmt.Sprintf(`tr[data-wait="%s decide join"] .join-progress`, id)))
 }
 
 func testTrouble(t *testing.T, b *browser, srv e2eServer) {
@@ -389,6 +401,10 @@ func testTrouble(t *testing.T, b *browser, srv e2eServer) {
 	b.goTo("#/processes/" + st.ID)
 	b.waitPage("the stalled process")
 	b.wait("the stalled banner", `(() => { const a = document.querySelector('[data-attention=stalled]'); return a && a.innerText.includes('ship') && a.innerText.includes('check-stock') && a.innerText.includes('check-credit'); })()`)
+	// The and join says how many of its arcs arrived.
+	if got := b.str(`document.querySelector('[data-attention=stalled] li[data-join=ship]').innerText`); !strings.Contains(got, "(and join): 1 of 2 arcs arrived; arrived from check-stock; still needs check-credit") {
+		t.Errorf("the stalled join reads %q, want 1 of 2 arcs arrived", got)
+	}
 	if got := b.str(`document.querySelector('.badge-slot').innerText`); !strings.Contains(got, "stalled") {
 		t.Errorf("the state reads %q, want stalled", got)
 	}
@@ -506,6 +522,7 @@ func testLists(t *testing.T, b *browser, srv e2eServer) {
 	b.goTo("#/waiting")
 	b.waitPage("the waiting work")
 	b.wait("rows of waiting work", `document.querySelectorAll('table.waiting tbody tr').length >= 5 && document.querySelector('table.waiting').innerText.includes('review')`)
+	checkShownIDs(t, srv, b, "table.waiting tbody a[data-process]", 5)
 	// Times read on a 24-hour clock, as the timeline's do, with their zone.
 	if got := b.str(`document.querySelector('table.waiting tbody tr td:nth-child(3)').innerText`); !regexp.MustCompile(`\d{4}, (?:[01]\d|2[0-3]):\d\d:\d\d \S+$`).MatchString(got) || regexp.MustCompile(`\b[AP]M\b`).MatchString(got) {
 		t.Errorf("a waiting row's time reads %q, want the date, a 24-hour time and the zone", got)

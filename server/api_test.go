@@ -42,6 +42,7 @@ func TestAPI(t *testing.T) {
 		{"conflict", testConflict},
 		{"incoming events", testIncomingEvents},
 		{"token sets", testTokenSets},
+		{"join progress", testJoinProgress},
 	}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -990,4 +991,49 @@ func testTokenSets(t *testing.T, e *env) {
 		t.Fatalf("member environments %s, from %s", got, r.body)
 	}
 	e.want(e.get("/api/v1/processes/no-such-process/token-sets"), http.StatusNotFound, "not_found")
+}
+
+// testJoinProgress: a process read says how far each waiting join has
+// come, counted as its strategy counts: one reviewer of three at the
+// tokenSet join, two of three arcs at the and join. Lists leave it out.
+func testJoinProgress(t *testing.T, e *env) {
+	e.load(defReview)
+	p := e.start("review", "")
+	e.want(e.complete(e.active(p.ID, "A"), `{"arcs": ["fan"], "tokenSet": {"name": "reviewers", "count": 3}}`), http.StatusOK, "")
+	q := e.start("review", "")
+	e.want(e.complete(e.active(q.ID, "A"), `{"arcs": [null]}`), http.StatusOK, "")
+	var reviewers []string
+	for _, tk := range e.history(p.ID).NodeTokens {
+		if tk.Node == "R" {
+			reviewers = append(reviewers, tk.ID)
+		}
+	}
+	e.want(e.complete(reviewers[1], ""), http.StatusOK, "")
+	e.want(e.complete(e.active(q.ID, "B"), ""), http.StatusOK, "")
+	e.want(e.complete(e.active(q.ID, "D"), ""), http.StatusOK, "")
+	progress := func(id, node string) string {
+		t.Helper()
+		var got veena.Process
+		r := e.get("/api/v1/processes/" + id)
+		e.want(r, http.StatusOK, "")
+		r.decode(t, &got)
+		for _, w := range got.WaitingAt {
+			if w.Node == node && w.Kind == veena.WaitJoin {
+				return fmt.Sprintf("%+v", w.Progress)
+			}
+		}
+		t.Fatalf("process %s does not wait at join %s: %s", id, node, r.body)
+		return ""
+	}
+	if got, want := progress(p.ID, "J"), "[{Group:reviewers Arrived:1 Needs:3 Of:members}]"; got != want {
+		t.Errorf("tokenSet join progress %s, want %s", got, want)
+	}
+	if got, want := progress(q.ID, "K"), "[{Group: Arrived:2 Needs:3 Of:arcs}]"; got != want {
+		t.Errorf("and join progress %s, want %s", got, want)
+	}
+	r := e.get("/api/v1/processes?definition=review")
+	e.want(r, http.StatusOK, "")
+	if strings.Contains(string(r.body), `"progress"`) {
+		t.Errorf("the process list gives join progress: %s", r.body)
+	}
 }

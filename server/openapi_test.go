@@ -144,6 +144,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		{"Process", veena.Process{}, false},
 		{"ProcessPage", veena.ProcessPage{}, false},
 		{"Wait", veena.Wait{}, false},
+		{"JoinProgress", veena.JoinProgress{}, false},
 		{"StalledJoin", veena.StalledJoin{}, false},
 		{"TimerFailure", veena.TimerFailure{}, false},
 		{"WaitingItem", veena.WaitingItem{}, false},

@@ -629,8 +629,9 @@ function arcKey(a) {
 
 // Summarises a token history per node and per arc of the definition.
 // With stopped (a canceled process), tokens left active are shown as
-// stopped, not as waiting for anything.
-export function computeOverlay(definition, tokens, { stopped = false } = {}) {
+// stopped, not as waiting for anything; waits (the process's waitingAt)
+// give a waiting join's progress, which its label then shows.
+export function computeOverlay(definition, tokens, { stopped = false, waits = [] } = {}) {
   const nodes = new Map();
   const arcIndex = new Map();
   (definition.arcs || []).forEach((a, i) => {
@@ -666,6 +667,10 @@ export function computeOverlay(definition, tokens, { stopped = false } = {}) {
     } else if (BACKTRACKED.has(a.executionType)) e.backtracked++;
     else if (a.complete) e.done++;
     else e.active++;
+  }
+  for (const w of waits) {
+    const s = w.kind === 'join' && (w.progress || []).length === 1 && nodes.get(nodeKey(w.node, w.external));
+    if (s) s.progress = `${w.progress[0].arrived} of ${w.progress[0].needs} arrived`;
   }
   for (const s of nodes.values()) {
     s.primary = ['active', 'delayed', 'waiting', 'stopped', 'completed', 'backtracked', 'discarded', 'skipped'].find((k) => s[k] > 0) || '';
@@ -737,7 +742,7 @@ function compactState(s) {
     active: s.nested ? '● nested process runs' : s.active > 1 ? `● ${s.active} active` : '● active',
     delayed: '◔ delayed',
     stopped: '■ stopped (canceled)',
-    waiting: `◷ join: ${s.waiting} waiting`,
+    waiting: `◷ join: ${s.progress || `${s.waiting} waiting`}`,
     completed: '✓ completed',
     backtracked: '↺ backtracked',
     discarded: '✕ discarded',

@@ -9,7 +9,7 @@ import { recordPanel, workApi } from './work.js';
 import { api, followEvents } from './api.js';
 import {
   h, clear, fmtTime, fmtClock, fmtValue, shortId, idCode, envTable, modal, attributeEditor, navigate, routeHref,
-  toast, errorToast, stateBadge, idWithCopy, contextChips, parseValue,
+  toast, errorToast, stateBadge, idWithCopy, contextChips, parseValue, joinProgressWords,
 } from './ui.js';
 import { createGraphView, computeOverlay, tokenState, arcWaitsAtJoin, legend, nodeKey } from './graph.js';
 import { editEnvDialog } from './actions.js';
@@ -205,7 +205,7 @@ export async function processView(el, id, session) {
       attention.append(h('div.alert.stalled', { 'data-attention': 'stalled' },
         h('strong', 'Stalled. '), 'No token is active, and these joins wait for arcs that nothing will complete:',
         h('ul', (p.stall || []).map((j) => h('li', { 'data-join': j.node },
-          h('strong', j.external ? `${j.external} / ${j.node}` : j.node), ` (${j.join} join): arrived from `,
+          h('strong', j.external ? `${j.external} / ${j.node}` : j.node), ` (${j.join} join): ${joinProgressWords(joinWait(j.node, j.external))}; arrived from `,
           arcsWords(j.waiting), '; still needs ', arcsWords(j.missing), '.'))),
         session.canAct ? rescueButtons(p) : null));
     }
@@ -261,6 +261,10 @@ export async function processView(el, id, session) {
     }
   }
 
+  // The process's wait at a join, with the progress the read gave it.
+  const joinWait = (node, external) => (state.proc.waitingAt || [])
+    .find((w) => w.kind === 'join' && w.node === node && (w.external || '') === (external || '')) || {};
+
   const arcsWords = (as) => ((as || []).length
     ? as.map((a) => `${a.fromExternal ? `${a.fromExternal} / ` : ''}${a.from}${a.name ? ` (“${a.name}”)` : ''}`).join(', ')
     : 'nothing');
@@ -299,8 +303,17 @@ export async function processView(el, id, session) {
       }
       return;
     }
+    const joins = (state.proc.waitingAt || []).filter((w) => w.kind === 'join');
+    const joinCards = joins.length && !state.proc.stalled ? h('ul.join-cards', joins.map((w) => {
+      const n = nodeByKey.get(nodeKey(w.node, w.external));
+      return h('li.join-card', { 'data-join': w.node },
+        h('div', h('strong', w.external ? `${w.external} / ${w.node}` : w.node), ' ', h('span.muted', n ? `${n.join || 'or'} join` : 'join')),
+        h('div.small.join-progress', joinProgressWords(w)),
+        h('div.muted.small', `waiting since ${fmtTime(w.since)}`));
+    })) : null;
     if (!act.length) {
       activeBox.append(h('p.muted', TERMINAL.has(state.proc.state) ? `The process is ${state.proc.state}.` : state.proc.stalled ? 'No active token: the process is stalled.' : 'No active token.'));
+      if (joinCards) activeBox.append(h('h3', 'Joins waiting'), joinCards);
       return;
     }
     activeBox.append(h('ul.token-cards', act.map((t) => {
@@ -329,6 +342,7 @@ export async function processView(el, id, session) {
               delayed ? 'Complete now…' : 'Complete…')
             : null));
     })));
+    if (joinCards) activeBox.append(h('h3', 'Joins waiting'), joinCards);
   }
 
   function renderTimeline() {
@@ -482,7 +496,7 @@ export async function processView(el, id, session) {
   }
 
   function renderEverything() {
-    graph.setOverlay(computeOverlay(def, state.tokens, { stopped: stopped() }));
+    graph.setOverlay(computeOverlay(def, state.tokens, { stopped: stopped(), waits: state.proc.waitingAt || [] }));
     renderHead();
     renderAttention();
     renderActive();
@@ -663,7 +677,7 @@ export async function processView(el, id, session) {
   renderAll();
   // A large graph opens on where the process waits.
   graph.ready.then(() => {
-    const overlay = computeOverlay(def, state.tokens, { stopped: stopped() });
+    const overlay = computeOverlay(def, state.tokens, { stopped: stopped(), waits: state.proc.waitingAt || [] });
     graph.setOverlay(overlay);
     if (graph.focus) graph.focus([...overlay.nodes].filter(([, s]) => ['active', 'delayed', 'waiting'].includes(s.primary)).map(([k]) => k));
   }).catch(() => {});

@@ -6,7 +6,7 @@
 import { api } from './api.js';
 import {
   h, clear, fmtTime, fmtAgo, shortId, idCode, navigate, routeHref, errorToast, stateBadge, PROCESS_STATES,
-  copyButton, contextChips,
+  copyButton, contextChips, joinProgressWords,
 } from './ui.js';
 import { sendEventDialog } from './actions.js';
 
@@ -215,7 +215,7 @@ async function openParent(tokenId) {
 }
 
 const KIND_WORDS = {
-  token: 'active token', nested: 'nested process runs', delayed: 'delayed', join: 'arcs waiting at the join', incident: 'incident open',
+  token: 'active token', nested: 'nested process runs', delayed: 'delayed', join: 'join', incident: 'incident open',
 };
 
 // The waiting work of executing processes: every active token and waiting
@@ -246,7 +246,7 @@ export async function waitingView(el, query, session) {
     h('tbody', items.map((w) => h('tr', { 'data-wait': `${w.process} ${w.node} ${w.kind}`, class: w.stalled || w.kind === 'incident' ? 'stalled' : '' },
       h('td', h('strong', w.external ? `${w.external}:${w.node}` : w.node)),
       h('td', KIND_WORDS[w.kind] || w.kind, w.kind === 'delayed' && w.until ? h('span.muted', ` until ${fmtTime(w.until)}`) : null,
-        w.kind === 'join' ? h('span.muted', ` (${w.arcs})`) : null, w.stalled ? h('span.badge.stalled', 'stalled') : null),
+        w.kind === 'join' ? h('span.muted.join-progress', { 'data-join': w.node }, ` (${joinProgressWords(w)})`) : null, w.stalled ? h('span.badge.stalled', 'stalled') : null),
       h('td', fmtTime(w.since)),
       h('td.num', fmtAgo(w.since, now)),
       h('td.id-cell', h('a', { href: routeHref('processes', w.process), 'data-process': w.process, title: w.process }, h('code', shortId(w.process)))),
@@ -254,4 +254,22 @@ export async function waitingView(el, query, session) {
       h('td', contextChips(w.context) || h('span.muted', '—'))))))));
   const nav = pager('waiting', f, after, page.next);
   if (nav) el.append(nav);
+  fillJoinProgress(el, items);
+}
+
+// A list gives a join only how many arc tokens wait there; the process
+// says how many its strategy needs. Each process with a join row is read
+// once, and its joins' rows say "2 of 3 arcs arrived".
+async function fillJoinProgress(el, items) {
+  const ids = [...new Set(items.filter((w) => w.kind === 'join').map((w) => w.process))];
+  await Promise.all(ids.map(async (id) => {
+    const p = await api.process(id).catch(() => null);
+    if (!p) return;
+    for (const w of p.waitingAt || []) {
+      if (w.kind !== 'join' || !(w.progress || []).length) continue;
+      const row = el.querySelector(`tr[data-wait="${CSS.escape(`${id} ${w.node} join`)}"]`);
+      const span = row && row.querySelector('.join-progress');
+      if (span) { span.textContent = ` (${joinProgressWords(w)})`; span.dataset.progress = 'yes'; }
+    }
+  }));
 }

@@ -92,6 +92,19 @@ export function idCode(id) {
   return h('code.short-id', { title: String(id || ''), 'data-full-id': String(id || '') }, shortId(id));
 }
 
+// How far a waiting join has come, from the progress a process read gives
+// its join waits ("2 of 3 arcs arrived", "reviewers: 1 of 3 members
+// arrived"); for a join whose strategy has no count (or a list's row, which
+// has none), how many arc tokens wait.
+export function joinProgressWords(w) {
+  const ps = (w && w.progress) || [];
+  if (!ps.length) {
+    const n = (w && w.arcs) || 0;
+    return `${n} arc token${n === 1 ? '' : 's'} waiting`;
+  }
+  return ps.map((p) => `${p.group ? `${p.group}: ` : ''}${p.arrived} of ${p.needs} ${p.needs === 1 ? p.of.replace(/s$/, '') : p.of} arrived`).join('; ');
+}
+
 export function fmtValue(v) {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'string') return JSON.stringify(v);
