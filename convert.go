@@ -77,8 +77,9 @@ func arcOf(a *graph.Arc) Arc {
 	return x
 }
 
-// process renders a kernel process for the API.
-func (e *Engine) process(p *kernel.Process, t *tree) *Process {
+// process renders a kernel process for the API; fresh may hold its waits,
+// as the command's prepare found them.
+func (e *Engine) process(p *kernel.Process, t *tree, fresh []freshFacts) *Process {
 	if p == nil {
 		return nil
 	}
@@ -94,7 +95,14 @@ func (e *Engine) process(p *kernel.Process, t *tree) *Process {
 	if p.Parent != nil && p.ParentToken == nil {
 		out.Parent = p.Parent.ID
 	}
-	setWaits(out, p)
+	for _, f := range fresh {
+		if f.p == p {
+			setWaits(out, p, f.waits, f.stalled)
+			return out
+		}
+	}
+	ws, _, stalled := waitsOf(p)
+	setWaits(out, p, ws, stalled)
 	return out
 }
 

@@ -617,10 +617,13 @@ func (b *factsBook) get(id string) (processFacts, bool) {
 	return processFacts{}, false
 }
 
-// freshFacts are the facts of a process as a command left it.
+// freshFacts are the facts of a process as a command left it, and its
+// waits (for the command's result).
 type freshFacts struct {
-	p     *kernel.Process
-	facts processFacts
+	p       *kernel.Process
+	facts   processFacts
+	waits   []waitRecord
+	stalled bool
 }
 
 // graphOf finds a definition version, reloading definitions once if this
@@ -880,8 +883,10 @@ type plan struct {
 	// runs are the wakes with a runner that this command created and that
 	// the engine runs once it has committed (kernel.Wake.RunNow).
 	runs []wakeRun
-	// fresh holds the facts of the one process of most trees, for prepare.
-	fresh [1]freshFacts
+	// changed are the facts and waits of the processes the command
+	// changed, as prepare found them; fresh holds the one of most trees.
+	changed []freshFacts
+	fresh   [1]freshFacts
 }
 
 // wakeRun is a piece of outside work to run after commit.
@@ -933,7 +938,7 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 		p.err = err
 		return p
 	}
-	p.result = e.process(target, t)
+	p.result = e.process(target, t, p.changed)
 	return p
 }
 
@@ -999,7 +1004,7 @@ func (p *plan) prepare(e *Engine) error {
 			rec.TreeVersion = t.version
 			rootSeen = true
 		}
-		recordWaits(rec, q)
+		ws := recordWaits(rec, q)
 		before, known := t.before.get(q.ID)
 		if b := before; known {
 			rec.StoredState = b.state.String()
@@ -1021,7 +1026,7 @@ func (p *plan) prepare(e *Engine) error {
 			}
 		}
 		facts := e.factsWith(q, rec.WaitNodes, true)
-		fresh = append(fresh, freshFacts{q, facts})
+		fresh = append(fresh, freshFacts{p: q, facts: facts, waits: ws, stalled: rec.Stalled})
 		if facts.correl != before.correl {
 			cs := correlationsOf(q, rec.Root)
 			p.correlations = append(p.correlations, correlationWrite{q.ID, cs})
@@ -1073,6 +1078,7 @@ func (p *plan) prepare(e *Engine) error {
 	}
 	p.bump = !rootSeen
 	e.remember(t, fresh)
+	p.changed = fresh
 	return nil
 }
 

@@ -235,11 +235,13 @@ func waitsOf(p *kernel.Process) (ws []waitRecord, nodes []string, stalled bool) 
 	return ws, slices.Compact(nodes), tokens == 0 && len(ws) > 0
 }
 
-// recordWaits fills the wait columns of a process row.
-func recordWaits(rec *store.Process, p *kernel.Process) {
+// recordWaits fills the wait columns of a process row, and returns the
+// waits (all of them) for the API.
+func recordWaits(rec *store.Process, p *kernel.Process) []waitRecord {
 	ws, nodes, stalled := waitsOf(p)
 	rec.Waits = encodeWaits(ws[:min(len(ws), maxWaitsKept)], len(ws))
 	rec.WaitNodes, rec.Stalled = nodes, stalled
+	return ws
 }
 
 // waitNodesOf is the sorted, distinct nodes p waits at.
@@ -265,9 +267,9 @@ func apiWaits(process string, ws []waitRecord) []Wait {
 	return out
 }
 
-// setWaits fills the wait fields of an API process from a kernel process.
-func setWaits(out *Process, p *kernel.Process) {
-	ws, _, stalled := waitsOf(p)
+// setWaits fills the wait fields of an API process from a kernel process
+// and its waits (found by waitsOf, or by recordWaits for its row).
+func setWaits(out *Process, p *kernel.Process, ws []waitRecord, stalled bool) {
 	out.WaitingAt, out.Stalled = apiWaits(p.ID, ws), stalled
 	if stalled {
 		out.Stall = stallOf(p)
