@@ -915,16 +915,17 @@ func (e *Engine) run(t *tree, fn commandFunc, rows workRows, ctx context.Context
 	p = &plan{tree: t, from: t.version, unique: e.opts.UniqueContextKeys}
 	p.c = cmd{ctx: ctx, rows: rows, now: now.UTC()}
 	p.cmd = &p.c
-	defer func() {
-		if r := recover(); r != nil {
-			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", r)}
-		}
-	}()
 	r := e.commandRunner(now)
+	defer func() {
+		if x := recover(); x != nil {
+			p.err = &kernel.Error{Code: kernel.ErrExecutionFailed.Code, Msg: fmt.Sprintf("command failed: panic: %v", x)}
+			r.stop() // not kept: a panic may have left its engine midway
+			return
+		}
+		e.release(r)
+	}()
 	ke := r.ke
 	target, err := fn(ke, t, p.cmd)
-	// Reached only without a panic: the engine is as a command leaves it.
-	defer e.release(r)
 	if err != nil {
 		p.err = err
 		return p
@@ -974,13 +975,18 @@ func (e *Engine) commandRunner(now time.Time) *commandRunner {
 // command, unless its timer went off (its engine is interrupted, or about
 // to be).
 func (e *Engine) release(r *commandRunner) {
-	if r.armed {
-		r.armed = false
-		if !r.timer.Stop() {
-			return
-		}
+	if r.stop() {
+		e.idle.Put(r)
 	}
-	e.idle.Put(r)
+}
+
+// stop stops the runner's timer; it reports false if the timer went off.
+func (r *commandRunner) stop() bool {
+	if !r.armed {
+		return true
+	}
+	r.armed = false
+	return r.timer.Stop()
 }
 
 // prepare encodes the processes the command changed, their new events,
