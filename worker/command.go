@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -36,7 +37,9 @@ import (
 //     command runs: one JSON object a line, "_result" its code and the
 //     other keys variables, each sent at once (see Report); a line that is
 //     not such an object, or a result refused, ends the command and fails
-//     the job.
+//     the job; so does a process the command started that still holds the
+//     descriptor open a grace period after the command ended (it would
+//     otherwise hold the job for as long as it runs).
 func Command(argv []string) (Handler, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("worker: name the command to run")
@@ -130,7 +133,18 @@ func intermediate(ctx context.Context, cmd *exec.Cmd, stop func()) (func() error
 	}()
 	return func() error {
 		_ = w.Close() // with the command's end, the reader sees the end
-		return <-done
+		// unless a process the command started still holds the pipe: wait
+		// for it as long as Wait waits for the command's output, no longer.
+		t := time.NewTimer(cmd.WaitDelay)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+			_ = r.Close() // the reader stops
+			<-done
+			return fmt.Errorf("%s ended, but a process it started still held its results pipe (file descriptor 3) open %v later", cmd.Path, cmd.WaitDelay)
+		}
 	}, nil
 }
 

@@ -103,3 +103,19 @@ func TestCommandKillsStubbornChildren(t *testing.T) {
 	}
 	waitGone(t, pid, 5*time.Second, "after the grace period")
 }
+
+// TestCommandEndsDespiteChildHoldingResults: a command that ends while a
+// process it started in the background still holds its results pipe (file
+// descriptor 3) open does not hold its job for as long as that process
+// runs: the job fails, naming the pipe, once the grace period is over.
+func TestCommandEndsDespiteChildHoldingResults(t *testing.T) {
+	defer worker.SetKillGrace(200 * time.Millisecond)()
+	began := time.Now()
+	_, err := runUntilChild(t, `sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$1"; echo '{}'`, context.Background(), func() {})
+	if err == nil || !strings.Contains(err.Error(), "results pipe") {
+		t.Errorf("the job's error = %v, want the results pipe named", err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("the job ended %v after it began, want about the grace period", took)
+	}
+}
