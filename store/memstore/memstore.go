@@ -27,13 +27,13 @@ type Store struct {
 	procs    map[string]*store.Process
 	trees    map[string][]string // root -> member ids in insertion order
 	events   map[string][]store.EventRecord
-	timers   map[string][]store.Timer // by process
-	leases   map[timerKey]time.Time
-	failures map[timerKey]store.TimerFailure
-	contexts map[string]map[string]string // process -> executing context
-	kept     map[string]map[string]string // process -> context, executing or not (for listings)
-	uniques  map[string]string            // key\x00value -> process
-	uniqueOf map[string][]string          // process -> unique entries
+	timers   map[string][]store.Timer              // by process
+	leases   map[string]map[int]time.Time          // process -> token -> end of lease
+	failures map[string]map[int]store.TimerFailure // process -> token -> last failure
+	contexts map[string]map[string]string          // process -> executing context
+	kept     map[string]map[string]string          // process -> context, executing or not (for listings)
+	uniques  map[string]string                     // key\x00value -> process
+	uniqueOf map[string][]string                   // process -> unique entries
 	keys     map[string]keyRecord
 	inbox    inbox
 	work     workRows
@@ -49,11 +49,6 @@ type keyRecord struct {
 	createdAt time.Time
 }
 
-type timerKey struct {
-	process string
-	token   int
-}
-
 // New returns an empty store.
 func New() *Store {
 	return &Store{
@@ -61,8 +56,8 @@ func New() *Store {
 		trees:    map[string][]string{},
 		events:   map[string][]store.EventRecord{},
 		timers:   map[string][]store.Timer{},
-		leases:   map[timerKey]time.Time{},
-		failures: map[timerKey]store.TimerFailure{},
+		leases:   map[string]map[int]time.Time{},
+		failures: map[string]map[int]store.TimerFailure{},
 		contexts: map[string]map[string]string{},
 		kept:     map[string]map[string]string{},
 		uniques:  map[string]string{},
@@ -288,25 +283,31 @@ func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Tim
 	} else {
 		s.timers[process] = slices.Clone(timers)
 	}
-	for k := range s.leases {
-		if k.process == process {
-			delete(s.leases, k)
-		}
-	}
-	failed := map[timerKey]store.TimerFailure{}
-	for k, f := range s.failures {
-		if k.process == process {
-			failed[k] = f
-			delete(s.failures, k)
-		}
-	}
+	// The process's timers are new: their leases and failures go with the
+	// old ones (and come back with them if the transaction is undone).
+	leased, failed := s.leases[process], s.failures[process]
+	delete(s.leases, process)
+	delete(s.failures, process)
 	t.undo = append(t.undo, func() {
 		if had {
 			s.timers[process] = old
 		} else {
 			delete(s.timers, process)
 		}
-		maps.Copy(s.failures, failed)
+		// A claim made in between keeps its lease where it ends later.
+		for token, until := range leased {
+			if cur, ok := s.leases[process][token]; !ok || until.After(cur) {
+				s.leaseTimer(process, token, until)
+			}
+		}
+		for token, f := range failed {
+			if _, ok := s.failures[process][token]; !ok {
+				if s.failures[process] == nil {
+					s.failures[process] = map[int]store.TimerFailure{}
+				}
+				s.failures[process][token] = f
+			}
+		}
 	})
 	return nil
 }
@@ -576,7 +577,7 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 			if t.DueAt.After(now) {
 				continue
 			}
-			if until, ok := s.leases[timerKey{t.Process, t.Token}]; ok && until.After(now) {
+			if until, ok := s.leases[t.Process][t.Token]; ok && until.After(now) {
 				continue
 			}
 			due = append(due, t)
@@ -589,7 +590,7 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 		due = due[:limit]
 	}
 	for _, t := range due {
-		s.leases[timerKey{t.Process, t.Token}] = now.Add(lease)
+		s.leaseTimer(t.Process, t.Token, now.Add(lease))
 	}
 	return due, nil
 }
@@ -605,12 +606,25 @@ func (s *Store) FailTimer(_ context.Context, f store.TimerFailure, retryAt time.
 		if t.Token != f.Token || !t.DueAt.Equal(f.DueAt) {
 			continue
 		}
-		k := timerKey{f.Process, f.Token}
-		f.Attempts = s.failures[k].Attempts + 1
-		s.failures[k] = f
-		s.leases[k] = retryAt
+		f.Attempts = s.failures[f.Process][f.Token].Attempts + 1
+		if s.failures[f.Process] == nil {
+			s.failures[f.Process] = map[int]store.TimerFailure{}
+		}
+		s.failures[f.Process][f.Token] = f
+		s.leaseTimer(f.Process, f.Token, retryAt)
 	}
 	return nil
+}
+
+// leaseTimer leases a process's timer until the given time; the caller
+// holds mu.
+func (s *Store) leaseTimer(process string, token int, until time.Time) {
+	l := s.leases[process]
+	if l == nil {
+		l = map[int]time.Time{}
+		s.leases[process] = l
+	}
+	l[token] = until
 }
 
 // TimerFailures returns the failures recorded on timers.
@@ -621,9 +635,13 @@ func (s *Store) TimerFailures(_ context.Context, process string, limit int) ([]s
 		return nil, errClosed
 	}
 	var out []store.TimerFailure
-	for k, f := range s.failures {
-		if process == "" || k.process == process {
-			out = append(out, f)
+	if process != "" {
+		out = slices.Collect(maps.Values(s.failures[process]))
+	} else {
+		for _, fs := range s.failures {
+			for _, f := range fs {
+				out = append(out, f)
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b store.TimerFailure) int {

@@ -272,4 +272,26 @@ func testTimerFailures(t *testing.T, s store.Store) {
 	if diff := cmp.Diff([]store.TimerFailure{want2}, failures("", 0)); diff != "" {
 		t.Errorf("failures left (-want +have):\n%s", diff)
 	}
+	// An update that replaces a process's timers and then fails changes
+	// nothing: the timer keeps its lease and its failure.
+	late := due.Add(3 * time.Hour)
+	if ts, err := s.ClaimTimers(c, late, time.Minute, 10); err != nil || len(ts) != 2 {
+		t.Fatalf("claimed at the end: %+v, %v; want p1's and p2's", ts, err)
+	}
+	undone := errors.New("undone")
+	err = s.Update(c, func(c context.Context, tx store.Tx) error {
+		if err := tx.ReplaceTimers(c, "p2", nil); err != nil {
+			return err
+		}
+		return undone
+	})
+	if !errors.Is(err, undone) {
+		t.Fatalf("the failing update returned %v", err)
+	}
+	if ts, err := s.ClaimTimers(c, late.Add(time.Second), time.Minute, 10); err != nil || len(ts) != 0 {
+		t.Errorf("claimed within the leases, after an undone replacement: %+v, %v; want none", ts, err)
+	}
+	if diff := cmp.Diff([]store.TimerFailure{want2}, failures("", 0)); diff != "" {
+		t.Errorf("failures after an undone replacement (-want +have):\n%s", diff)
+	}
 }
