@@ -68,51 +68,102 @@ type jobAt struct {
 // jobQueue is a min-heap of entries, soonest first, then by job id. An
 // entry is a hint, not the truth: it is checked against the job when it
 // comes up, and dropped if the job has changed since (a job's entries are
-// never removed when it changes; it gets new ones).
-type jobQueue []jobAt
-
-func (q jobQueue) less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].id < q[j].id
+// not removed when it changes; it gets new ones). So that the entries of
+// jobs that changed long before their entry's time (a job completed in
+// its first second of an hour's lease) do not pile up, noteJob sweeps a
+// queue grown to twice its length after its last sweep: the entries still
+// true stay, and the queue holds at most about twice as many.
+type jobQueue struct {
+	h     []jobAt
+	swept int // the entries left by the last sweep
 }
 
+// sweepSlack is how many entries a queue takes beyond twice its swept
+// length before the next sweep.
+const sweepSlack = 64
+
+func (q *jobQueue) less(i, j int) bool {
+	if q.h[i].at != q.h[j].at {
+		return q.h[i].at < q.h[j].at
+	}
+	return q.h[i].id < q.h[j].id
+}
+
+// due reports whether the queue's first entry is at or before at.
+func (q *jobQueue) due(at int64) bool { return len(q.h) > 0 && q.h[0].at <= at }
+
+// full reports whether the queue is due a sweep before its next push.
+func (q *jobQueue) full() bool { return len(q.h) >= 2*q.swept+sweepSlack }
+
+// push adds e.
 func (q *jobQueue) push(e jobAt) {
-	*q = append(*q, e)
-	h := *q
-	for i := len(h) - 1; i > 0; {
+	q.h = append(q.h, e)
+	for i := len(q.h) - 1; i > 0; {
 		up := (i - 1) / 2
-		if !h.less(i, up) {
+		if !q.less(i, up) {
 			break
 		}
-		h[i], h[up] = h[up], h[i]
+		q.h[i], q.h[up] = q.h[up], q.h[i]
 		i = up
 	}
 }
 
 func (q *jobQueue) pop() jobAt {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
+	top := q.h[0]
+	last := len(q.h) - 1
+	q.h[0] = q.h[last]
+	q.h[last] = jobAt{}
+	q.h = q.h[:last]
+	q.down(0)
+	return top
+}
+
+// down moves entry i down to its place.
+func (q *jobQueue) down(i int) {
+	for {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, m) {
+		if l < len(q.h) && q.less(l, m) {
 			m = l
 		}
-		if r < len(h) && h.less(r, m) {
+		if r < len(q.h) && q.less(r, m) {
 			m = r
 		}
 		if m == i {
-			break
+			return
 		}
-		h[i], h[m] = h[m], h[i]
+		q.h[i], q.h[m] = q.h[m], q.h[i]
 		i = m
 	}
-	*q = h
-	return top
+}
+
+// sweep drops the entries that are no longer true and heaps the rest.
+func (q *jobQueue) sweep(isTrue func(jobAt) bool) {
+	kept := q.h[:0]
+	for _, e := range q.h {
+		if isTrue(e) {
+			kept = append(kept, e)
+		}
+	}
+	clear(q.h[len(kept):])
+	q.h = kept
+	for i := len(q.h)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+	q.swept = len(q.h)
+}
+
+// availTrue reports whether e is a true entry of job type typ's queue: its
+// job is open or leased and may be leased at e's time.
+func (w *workRows) availTrue(typ string, e jobAt) bool {
+	j, ok := w.jobs[e.id]
+	return ok && j.Type == typ && (j.State == store.JobOpen || j.State == store.JobLeased) && availableAt(j).UnixNano() == e.at
+}
+
+// leaseTrue reports whether e is a true entry of the leases: its job is
+// leased until e's time.
+func (w *workRows) leaseTrue(e jobAt) bool {
+	j, ok := w.jobs[e.id]
+	return ok && j.State == store.JobLeased && j.LockedUntil.UnixNano() == e.at
 }
 
 // availableAt is when an open or leased job may be leased: an open one's
@@ -139,8 +190,14 @@ func (w *workRows) noteJob(j *store.Job) {
 		q = &jobQueue{}
 		w.avail[j.Type] = q
 	}
+	if q.full() {
+		q.sweep(func(e jobAt) bool { return w.availTrue(j.Type, e) })
+	}
 	q.push(jobAt{availableAt(j).UnixNano(), j.ID})
 	if j.State == store.JobLeased {
+		if w.leases.full() {
+			w.leases.sweep(w.leaseTrue)
+		}
 		w.leases.push(jobAt{j.LockedUntil.UnixNano(), j.ID})
 	}
 }
@@ -318,11 +375,10 @@ func (s *Store) ActivateJobs(_ context.Context, a store.Activation) ([]*store.Jo
 	q := w.avail[a.Type]
 	out := make([]*store.Job, 0, min(max(a.Max, 0), 16))
 	now := a.Now.UnixNano()
-	for q != nil && len(*q) > 0 && len(out) < a.Max && (*q)[0].at <= now {
+	for q != nil && q.due(now) && len(out) < a.Max {
 		e := q.pop()
-		j, ok := w.jobs[e.id]
-		if !ok || j.Type != a.Type || (j.State != store.JobOpen && j.State != store.JobLeased) ||
-			availableAt(j).UnixNano() != e.at || !available(j, a.Type, a.Now) {
+		j := w.jobs[e.id]
+		if !w.availTrue(a.Type, e) || !available(j, a.Type, a.Now) {
 			continue // the job changed since the entry was made
 		}
 		j.State, j.Worker, j.LockedUntil = store.JobLeased, a.Worker, a.Now.Add(a.LockFor)
@@ -345,12 +401,12 @@ func (s *Store) ExpireLeases(_ context.Context, now time.Time) ([]string, error)
 	seen := map[string]bool{}
 	var types []string
 	w := s.rows()
-	for len(w.leases) > 0 && w.leases[0].at <= now.UnixNano() {
+	for w.leases.due(now.UnixNano()) {
 		e := w.leases.pop()
-		j, ok := w.jobs[e.id]
-		if !ok || j.State != store.JobLeased || j.LockedUntil.UnixNano() != e.at {
+		if !w.leaseTrue(e) {
 			continue // the job changed since the entry was made
 		}
+		j := w.jobs[e.id]
 		j.State = store.JobOpen
 		j.Rev++
 		w.noteJob(j)
