@@ -1206,7 +1206,11 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		ev.names = -1
 	default:
 		if p.eventNames == nil {
-			p.eventNames = make([][]string, 0, 4)
+			hint := 4
+			if p.EventSeq == int64(len(p.Events)) { // the process's whole list, sized as the last one's
+				hint = e.runtime(p.Graph.Nodes[0]).graph.namesHint()
+			}
+			p.eventNames = make([][]string, 0, hint)
 		}
 		p.eventNames = append(p.eventNames, names)
 		ev.names = int32(len(p.eventNames))

@@ -77,6 +77,9 @@ func (k *Kernel) HasNodeType(name string) bool {
 // once instead of growing them.
 type graphRuntime struct {
 	events, nodeTokens, arcTokens atomic.Int64
+	// names is how many of those events had a list of named exit arcs
+	// (Process.eventNames): a BPMN node's completion names its flows.
+	names atomic.Int64
 	// commandEvents is the most events a command fired on a process whose
 	// events its caller had taken (Process.Events nil), up to
 	// maxCommandEvents: the size of the next such command's list.
@@ -92,11 +95,13 @@ func (g *graphRuntime) commandEventHint() int { return int(max(g.commandEvents.L
 func (g *graphRuntime) eventHint() int { return int(min(max(g.events.Load(), 4), 1<<16)) }
 func (g *graphRuntime) nodeHint() int  { return int(min(max(g.nodeTokens.Load(), 1), 1<<12)) }
 func (g *graphRuntime) arcHint() int   { return int(min(g.arcTokens.Load(), 1<<12)) }
+func (g *graphRuntime) namesHint() int { return int(min(max(g.names.Load(), 4), 1<<16)) }
 
 // observe notes the lists of a process at the end of its start: a process
 // that waits has more to come, so this only raises the hints.
 func (g *graphRuntime) observe(p *Process) {
 	raise(&g.events, len(p.Events))
+	raise(&g.names, len(p.eventNames))
 	raise(&g.nodeTokens, len(p.NodeTokens))
 	raise(&g.arcTokens, len(p.ArcTokens))
 }
@@ -108,6 +113,7 @@ func (g *graphRuntime) observe(p *Process) {
 func (g *graphRuntime) observeEnd(p *Process) {
 	if int64(len(p.Events)) == p.EventSeq {
 		g.events.Store(int64(len(p.Events)))
+		g.names.Store(int64(len(p.eventNames)))
 	}
 	g.nodeTokens.Store(int64(len(p.NodeTokens)))
 	g.arcTokens.Store(int64(len(p.ArcTokens)))
