@@ -200,14 +200,8 @@ func eventRecord(q *kernel.Process) store.EventRecord {
 	var enc store.EventEncoder
 	enc.Begin(make([]byte, 0, 8+12*len(q.Events)), q.ID, len(q.Events))
 	for i := range q.Events {
-		ev := &q.Events[i]
-		node, arc := -1, -1
-		if t := ev.NodeToken(); t != nil {
-			node = t.ID
-		}
-		if a := ev.ArcToken(); a != nil {
-			arc = a.ID
-		}
+		ev := q.Event(i)
+		node, arc := ev.NodeTokenID(), ev.ArcTokenID()
 		var code uint64
 		if i := ev.Type.Index(); i >= 0 {
 			code = eventTypeCodes[i]

@@ -171,7 +171,8 @@ func thrownSignals(q *kernel.Process) []string {
 		if ev.Type != kernel.NodeTokenCompleted {
 			continue
 		}
-		if t := ev.NodeToken(); t != nil {
+		if id := ev.NodeTokenID(); id >= 0 {
+			t := q.NodeTokens[id]
 			if name := t.Note("signal"); name != "" {
 				out = append(out, name)
 			}

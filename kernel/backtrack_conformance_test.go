@@ -1023,7 +1023,7 @@ func btNoDuplicateEvents(t testing.TB, p *Process) {
 
 func btDuplicateEvent(p *Process) string {
 	seen := map[string]bool{}
-	for _, ev := range p.Events {
+	for _, ev := range p.EventList() {
 		var key string
 		switch ev.Type {
 		case NodeTokenCompleted, NodeTokenBacktracked:

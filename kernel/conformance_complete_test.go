@@ -311,7 +311,7 @@ func TestConformanceStartOrder(t *testing.T) {
 	k.Definitions = func(string) *graph.Graph { return mkGraph(t, "child", N{Name: "X"}) }
 	p := start(t, k, mkGraph(t, "parent", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"N"}},
 		N{Name: "N", Type: "nested", Custom: nestedCustom("child")}), nil)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	if err := k.Engine(t0).Complete(token(t, p, "A")); !errors.Is(err, ErrNoStartNodes) {
 		t.Fatalf("nested without start nodes: %v", err)
 	}

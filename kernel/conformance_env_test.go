@@ -29,7 +29,7 @@ func TestConformanceProcessEnv(t *testing.T) {
 	env.SetTransient("tr", &struct{}{})
 	g := mkGraph(t, "penv", N{Name: "A", Type: "wait", Start: true})
 	p := start(t, k, g, env)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	env.Set("a", Int(99)) // the caller's env is copied, not shared
 	wantAttr(t, "process", p.Env.Get, "a", Int(1))
 	wantAttr(t, "process", p.Env.Get, "s", String("x"))
@@ -251,7 +251,7 @@ func TestConformanceNestedProcesses(t *testing.T) {
 	g := mkGraph(t, "nested-missing", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"N"}},
 		N{Name: "N", Type: "nested", Custom: nestedCustom("missing")})
 	p := start(t, k, g, nil)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	err := k.Engine(t0).Complete(token(t, p, "A"))
 	if !errors.Is(err, ErrDefinitionNotFound) {
 		t.Fatalf("err = %v, want definition_not_found", err)

@@ -156,7 +156,7 @@ func TestConformanceDelay(t *testing.T) {
 	// ErrNotDelayed: an accepted, active token is not delayed.
 	k := testKernel()
 	p := start(t, k, mkGraph(t, "nd", N{Name: "A", Type: "wait", Start: true}), nil)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	if err := k.Engine(t0).ReevaluateDelayedToken(token(t, p, "A")); !errors.Is(err, ErrNotDelayed) {
 		t.Fatalf("err = %v, want token_not_delayed", err)
 	}
@@ -199,7 +199,7 @@ func TestConformanceGuardErrors(t *testing.T) {
 		k := testKernel()
 		g := mkGraph(t, "guard-err", N{Name: "A", Type: "wait", Start: true, Arcs: []string{"B"}}, N{Name: "B", Guard: c.guard})
 		p := start(t, k, g, mustEnv(t, map[string]any{"count": 3}))
-		defer func() { checkNoDoubleCompletion(t, p.Events) }()
+		defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 		err := k.Engine(t0).Complete(token(t, p, "A"))
 		if err == nil || !strings.Contains(err.Error(), c.name) {
 			t.Fatalf("guard %q: err = %v, want an error naming %s", c.guard, err, c.name)

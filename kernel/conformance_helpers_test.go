@@ -115,7 +115,7 @@ func runScenario(t *testing.T, sc confScenario) *confHarness {
 // no-double-completion invariant.
 func (h *confHarness) collect() {
 	h.p.Root().Walk(func(q *Process) {
-		h.events = append(h.events, q.Events...)
+		h.events = append(h.events, q.EventList()...)
 		q.Events = nil
 	})
 	checkNoDoubleCompletion(h.t, h.events)

@@ -248,7 +248,7 @@ func TestConformanceJoinLangWhenError(t *testing.T) {
 	k := testKernel()
 	g := mkGraph(t, "when-err", threeIntoD(`require node "A" when noSuchThing`)...)
 	p := start(t, k, g, nil)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	err := k.Engine(t0).Complete(token(t, p, "A"))
 	if err == nil || !strings.Contains(err.Error(), "noSuchThing") {
 		t.Fatalf("err = %v, want an error naming noSuchThing", err)
@@ -258,7 +258,7 @@ func TestConformanceJoinLangWhenError(t *testing.T) {
 	k2.RegisterPredicate("broken", func(*Engine, *NodeToken) (bool, error) { return false, errBroken })
 	g2 := mkGraph(t, "when-err2", threeIntoD(`require node "A" when broken`)...)
 	p2 := start(t, k2, g2, nil)
-	defer func() { checkNoDoubleCompletion(t, p2.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p2.EventList()) }()
 	if err := k2.Engine(t0).Complete(token(t, p2, "A")); err == nil || !strings.Contains(err.Error(), "broken") {
 		t.Fatalf("err = %v, want the predicate's failure", err)
 	}

@@ -79,7 +79,7 @@ func TestConformanceListenerMasks(t *testing.T) {
 	k.AddGlobalListener("g", rec.listener("g", nil), NodeTokenCompleted) // adds the type to the mask
 	g := mkGraph(t, "masks", twoWait()...)
 	p := start(t, k, g, nil)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	k.RemoveGlobalListener("g", NodeTokenAccepted)
 	complete(t, k, p, "A")
 	want := "g NODE_TOKEN_ACCEPTED A|g NODE_TOKEN_COMPLETED A"
@@ -100,7 +100,7 @@ func TestConformanceListenerMasks(t *testing.T) {
 	rec2 := &evRecorder{}
 	k2.RegisterListener("r", rec2.listener("r", nil))
 	p2 := start(t, k2, mkGraph(t, "pmask", twoWait()...), nil)
-	defer func() { checkNoDoubleCompletion(t, p2.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p2.EventList()) }()
 	e := k2.Engine(t0)
 	if err := e.AddProcessListener(p2, "r", NodeTokenAccepted, NodeTokenCompleted); err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestConformanceScripts(t *testing.T) {
 			g := mkGraph(t, "script-"+c.name, N{Name: "S", Type: "wait", Start: true, Arcs: []string{"A"}},
 				N{Name: "A", Type: "script", Custom: jsCustom(c.src), Arcs: []string{"B"}}, N{Name: "B", Type: "wait"})
 			p := start(t, k, g, nil)
-			defer func() { checkNoDoubleCompletion(t, p.Events) }()
+			defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 			began := time.Now()
 			err := k.Engine(t0).Complete(token(t, p, "S"))
 			if err == nil || !strings.Contains(err.Error(), c.want) {

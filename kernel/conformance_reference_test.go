@@ -219,7 +219,7 @@ func TestConformanceTransients(t *testing.T) {
 
 	// Token env: set, read through the full env, remove.
 	p := start(t, k, g, nil)
-	defer func() { checkNoDoubleCompletion(t, p.Events) }()
+	defer func() { checkNoDoubleCompletion(t, p.EventList()) }()
 	a := token(t, p, "nodeA")
 	if a.Env.HasTransient("foo") || a.FullEnv().HasTransient("foo") {
 		t.Fatal("fresh token has foo")

@@ -168,19 +168,39 @@ const (
 	DelayFinalizeCancel
 )
 
-// Event is one execution event. It is compact and holds a single pointer
-// (its process): the event log is most of what a command allocates.
-type Event struct {
-	Seq     int64    // 1-based position in the process's event log
-	Process *Process // the process the event belongs to
-	Type    EventType
-	at      int64 // unix nanoseconds
-	node    int32 // index+1 of the node token, 0 for none
-	arc     int32 // index+1 of the arc token, 0 for none
-	names   int32 // 0: no names; -1: the default arc; n: Process.eventNames[n-1]
+// EventRecord is one execution event as a process keeps it in Events:
+// 40 bytes and no pointers, so that the event log, most of what a command
+// allocates, costs the garbage collector nothing to scan and the engine no
+// write barrier to fill. Event is the same with its process, to read it by.
+type EventRecord struct {
+	Seq  int64 // 1-based position in the process's event log
+	Type EventType
+	at   int64 // unix nanoseconds
+	node int32 // index+1 of the node token, 0 for none
+	arc  int32 // index+1 of the arc token, 0 for none
+	// names is 0 for no names, -1 for the default arc, n for
+	// Process.eventNames[n-1].
+	names int32
 	// ExitArcs is the number of arcs a NODE_TOKEN_COMPLETED token left on.
-	// (The int32 fields are last and together: an event is 48 bytes.)
 	ExitArcs int32
+}
+
+// NodeTokenID is the ID (index in Process.NodeTokens) of the node token the
+// event is about, or -1.
+func (r *EventRecord) NodeTokenID() int { return int(r.node) - 1 }
+
+// ArcTokenID is the ID (index in Process.ArcTokens) of the arc token the
+// event is about, or -1.
+func (r *EventRecord) ArcTokenID() int { return int(r.arc) - 1 }
+
+// At is when the event fired (the command's time).
+func (r *EventRecord) At() time.Time { return time.Unix(0, r.at).UTC() }
+
+// Event is an execution event with the process it belongs to: what
+// listeners are told, and what Process.Event reads out of Events.
+type Event struct {
+	EventRecord
+	Process *Process
 }
 
 // NodeToken is the node token the event is about, or nil.
@@ -210,9 +230,6 @@ func (e *Event) ArcNames() []string {
 	}
 	return e.Process.eventNames[e.names-1]
 }
-
-// At is when the event fired (the command's time).
-func (e *Event) At() time.Time { return time.Unix(0, e.at).UTC() }
 
 // String renders the event as "TYPE subject", e.g. "NODE_TOKEN_ACCEPTED B".
 func (e *Event) String() string {

@@ -105,7 +105,7 @@ func wantHistory(t testing.TB, p *Process, spec string) {
 
 func eventLog(p *Process) []string {
 	var out []string
-	for _, ev := range p.Events {
+	for _, ev := range p.EventList() {
 		out = append(out, ev.String())
 	}
 	return out

@@ -378,7 +378,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		p.journal = &e.j // a new tree: its environments find the journal here
 	}
 	gr := e.runtime(g.Nodes[0]).graph
-	p.Events = make([]Event, 0, gr.eventHint())
+	p.Events = make([]EventRecord, 0, gr.eventHint())
 	p.NodeTokens = make([]*NodeToken, 0, gr.nodeHint())
 	if n := gr.arcHint(); n > 0 {
 		p.ArcTokens = make([]*ArcToken, 0, n)
@@ -1181,7 +1181,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	e.saved(p)
 	if len(p.Events) == 0 {
 		if p.Events == nil {
-			p.Events = make([]Event, 0, e.runtime(p.Graph.Nodes[0]).graph.commandEventHint())
+			p.Events = make([]EventRecord, 0, e.runtime(p.Graph.Nodes[0]).graph.commandEventHint())
 		}
 		p.eventNames = p.eventNames[:0] // names of events the caller has taken
 	}
@@ -1192,7 +1192,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	}
 	p.Events = extend(p.Events)
 	ev := &p.Events[len(p.Events)-1]
-	ev.Seq, ev.Process, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, p, typ, int32(exits), e.at
+	ev.Seq, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, typ, int32(exits), e.at
 	ev.node, ev.arc, ev.names = 0, 0, 0
 	if t != nil {
 		ev.node = int32(t.ID + 1)
@@ -1218,7 +1218,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	p.UpdatedAt = e.now
 	p.Dirty = true
 	if e.k.listened || len(p.Listeners) > 0 {
-		ev := p.Events[len(p.Events)-1] // a copy: listeners may fire more events
+		ev := p.Event(len(p.Events) - 1) // a copy: listeners may fire more events
 		return e.notify(p, &ev, e.k.perGraph[p.Graph.Name])
 	}
 	if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {

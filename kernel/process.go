@@ -230,7 +230,7 @@ type Process struct {
 	EventSeq int64
 	// Events are the events fired by the current command, for the caller to
 	// store and publish; the caller clears it.
-	Events []Event
+	Events []EventRecord
 	// Effects are what the current command asks the engine to write
 	// beside the process (tasks, jobs, incidents; see work.go); the caller
 	// takes and clears them with the events.
@@ -311,6 +311,18 @@ func (p *Process) allocArcToken() *ArcToken {
 	a := &p.arcSlab[0]
 	p.arcSlab = p.arcSlab[1:]
 	return a
+}
+
+// Event is p.Events[i] with its process, to read its tokens and names by.
+func (p *Process) Event(i int) Event { return Event{p.Events[i], p} }
+
+// EventList is every event in p.Events with its process.
+func (p *Process) EventList() []Event {
+	out := make([]Event, len(p.Events))
+	for i := range p.Events {
+		out[i] = p.Event(i)
+	}
+	return out
 }
 
 // Root returns the top of the process's nesting tree.

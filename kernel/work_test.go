@@ -59,7 +59,8 @@ func kinds(efs []Effect) string {
 func eventAt(p *Process, seq int64) *Event {
 	for i := range p.Events {
 		if p.Events[i].Seq == seq {
-			return &p.Events[i]
+			ev := p.Event(i)
+			return &ev
 		}
 	}
 	return nil
