@@ -3,11 +3,11 @@ package veena
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/veena-wf/veena/internal/docmatch"
+	"github.com/veena-wf/veena/internal/ident"
 	"github.com/veena-wf/veena/kernel"
 	"github.com/veena-wf/veena/store"
 )
@@ -54,7 +54,7 @@ const InitiatingAttachment = "InitiatingAttachment"
 // ErrMatchInvalid: a subscription's condition does not compile.
 var ErrMatchInvalid = &kernel.Error{Code: "match_invalid", Msg: "the condition does not compile"}
 
-var subscriptionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+var subscriptionNameForm = ident.New("A-Za-z0-9", "A-Za-z0-9._:-", 127)
 
 // matchers caches compiled conditions by their source.
 var matchers sync.Map // string -> *docmatch.Matcher
@@ -79,7 +79,7 @@ func subscriptionOf(s *store.Subscription) *Subscription {
 // (ErrConflict), its definition loaded, its condition valid
 // (ErrMatchInvalid, saying why).
 func (e *Engine) CreateSubscription(ctx context.Context, s Subscription) (*Subscription, error) {
-	if !subscriptionName.MatchString(s.Name) {
+	if !subscriptionNameForm.Match(s.Name) {
 		return nil, invalid("subscription name %q: use 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", s.Name)
 	}
 	if s.Definition == "" {

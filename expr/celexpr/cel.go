@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -25,19 +26,20 @@ type Program struct {
 	prg cel.Program
 }
 
-var env *cel.Env
-
-func init() {
-	var err error
-	env, err = cel.NewEnv(cel.OptionalTypes())
+// celEnv is the CEL environment every expression compiles in, made at the
+// first compilation: a program that never reads CEL does not keep it.
+var celEnv = sync.OnceValue(func() *cel.Env {
+	env, err := cel.NewEnv(cel.OptionalTypes())
 	if err != nil {
 		panic(err)
 	}
-}
+	return env
+})
 
 // Compile parses a CEL expression. Names are resolved at evaluation (the
 // variables of a process are not known in advance).
 func Compile(src string) (*Program, error) {
+	env := celEnv()
 	ast, iss := env.Parse(src)
 	if iss != nil && iss.Err() != nil {
 		off := -1

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/antchfx/xmlquery"
@@ -129,34 +130,44 @@ func (p *Program) withNow(t time.Time) string {
 	return strings.ReplaceAll(p.rewritten, nowMark, strconv.FormatInt(t.Unix(), 10))
 }
 
-var (
-	reVar      = regexp.MustCompile(`\$wf:process\b`)
-	reData     = regexp.MustCompile(`\$processData\b`)
-	reFn       = regexp.MustCompile(`\bfn:`)
-	reEmpty    = regexp.MustCompile(`\bempty\(`)
-	reExists   = regexp.MustCompile(`\bexists\(`)
-	reCmp      = regexp.MustCompile(`\s(lt|le|gt|ge|eq|ne)\s`)
-	reXsStr    = regexp.MustCompile(`\bxs:string\(`)
-	reXsNum    = regexp.MustCompile(`\bxs:(integer|decimal|double|float|int|long)\(`)
-	reXsBool   = regexp.MustCompile(`\bxs:boolean\(`)
-	reXsDate   = regexp.MustCompile(`\bxs:(dateTime|date)\(\s*("[^"]*"|'[^']*')\s*\)`)
-	reNow      = regexp.MustCompile(`\bcurrent-(dateTime|date)\(\s*\)`)
-	reOtherVar = regexp.MustCompile(`\$[A-Za-z_][\w.:-]*`)
-	reDataObj  = regexp.MustCompile(`\bbpmn:getDataObject\(\s*(?:'([\w.-]+)'|"([\w.-]+)")\s*\)`)
-	reSeqCmp   = regexp.MustCompile(`([\w/:@.\[\]()-]+?)\s*(!=|=)\s*\(\s*((?:"[^"]*"|'[^']*')(?:\s*,\s*(?:"[^"]*"|'[^']*'))+)\s*\)`)
-	reSeqItem  = regexp.MustCompile(`"[^"]*"|'[^']*'`)
-)
+// xpathREs are the regular expressions rewrite uses, compiled at its first
+// use: a program that reads no XPath does not keep them.
+var xpathREs = sync.OnceValue(func() *rewriteREs {
+	return &rewriteREs{
+		process:  regexp.MustCompile(`\$wf:process\b`),
+		data:     regexp.MustCompile(`\$processData\b`),
+		fn:       regexp.MustCompile(`\bfn:`),
+		empty:    regexp.MustCompile(`\bempty\(`),
+		exists:   regexp.MustCompile(`\bexists\(`),
+		cmp:      regexp.MustCompile(`\s(lt|le|gt|ge|eq|ne)\s`),
+		xsStr:    regexp.MustCompile(`\bxs:string\(`),
+		xsNum:    regexp.MustCompile(`\bxs:(integer|decimal|double|float|int|long)\(`),
+		xsBool:   regexp.MustCompile(`\bxs:boolean\(`),
+		xsDate:   regexp.MustCompile(`\bxs:(dateTime|date)\(\s*("[^"]*"|'[^']*')\s*\)`),
+		now:      regexp.MustCompile(`\bcurrent-(dateTime|date)\(\s*\)`),
+		otherVar: regexp.MustCompile(`\$[A-Za-z_][\w.:-]*`),
+		dataObj:  regexp.MustCompile(`\bbpmn:getDataObject\(\s*(?:'([\w.-]+)'|"([\w.-]+)")\s*\)`),
+		seqCmp:   regexp.MustCompile(`([\w/:@.\[\]()-]+?)\s*(!=|=)\s*\(\s*((?:"[^"]*"|'[^']*')(?:\s*,\s*(?:"[^"]*"|'[^']*'))+)\s*\)`),
+		seqItem:  regexp.MustCompile(`"[^"]*"|'[^']*'`),
+	}
+})
+
+// rewriteREs are the forms rewrite finds and rewrites.
+type rewriteREs struct {
+	process, data, fn, empty, exists, cmp, xsStr, xsNum, xsBool, xsDate, now, otherVar, dataObj, seqCmp, seqItem *regexp.Regexp
+}
 
 var cmpOps = map[string]string{"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=", "ne": "!="}
 
 // rewrite turns MarkLogic's XPath 2.0 forms into XPath 1.0, outside string
 // literals.
 func rewrite(src string) (string, bool, error) {
+	re := xpathREs()
 	// BPMN's XPath function getDataObject('x') reads a data object: the
 	// variable x. A value of false (or empty) selects no node, so that
 	// not(bpmn:getDataObject('x')) is true for it.
-	src = reDataObj.ReplaceAllStringFunc(src, func(m string) string {
-		sm := reDataObj.FindStringSubmatch(m)
+	src = re.dataObj.ReplaceAllStringFunc(src, func(m string) string {
+		sm := re.dataObj.FindStringSubmatch(m)
 		name := sm[1] + sm[2]
 		return "/wf:process/wf:data/" + name + "[. != 'false' and . != '']"
 	})
@@ -168,29 +179,29 @@ func rewrite(src string) (string, bool, error) {
 			continue
 		}
 		s := seg.text
-		s = reVar.ReplaceAllString(s, "/wf:process")
-		s = reData.ReplaceAllString(s, "/wf:process/wf:data")
-		if m := reOtherVar.FindString(s); m != "" {
+		s = re.process.ReplaceAllString(s, "/wf:process")
+		s = re.data.ReplaceAllString(s, "/wf:process/wf:data")
+		if m := re.otherVar.FindString(s); m != "" {
 			return "", false, fmt.Errorf("variable %s is not defined (use $wf:process or $processData)", m)
 		}
-		s = reFn.ReplaceAllString(s, "")
-		s = reEmpty.ReplaceAllString(s, "not(")
-		s = reExists.ReplaceAllString(s, "boolean(")
-		s = reCmp.ReplaceAllStringFunc(s, func(m string) string { return " " + cmpOps[strings.TrimSpace(m)] + " " })
-		s = reXsStr.ReplaceAllString(s, "string(")
-		s = reXsNum.ReplaceAllString(s, "number(")
-		s = reXsBool.ReplaceAllString(s, "boolean(")
-		if reNow.MatchString(s) {
+		s = re.fn.ReplaceAllString(s, "")
+		s = re.empty.ReplaceAllString(s, "not(")
+		s = re.exists.ReplaceAllString(s, "boolean(")
+		s = re.cmp.ReplaceAllStringFunc(s, func(m string) string { return " " + cmpOps[strings.TrimSpace(m)] + " " })
+		s = re.xsStr.ReplaceAllString(s, "string(")
+		s = re.xsNum.ReplaceAllString(s, "number(")
+		s = re.xsBool.ReplaceAllString(s, "boolean(")
+		if re.now.MatchString(s) {
 			usesNow = true
-			s = reNow.ReplaceAllString(s, nowMark)
+			s = re.now.ReplaceAllString(s, nowMark)
 		}
 		out.WriteString(s)
 	}
 	// xs:dateTime("…") spans a literal: handled on the whole text.
 	res := out.String()
 	var bad error
-	res = reXsDate.ReplaceAllStringFunc(res, func(m string) string {
-		lit := reXsDate.FindStringSubmatch(m)[2]
+	res = re.xsDate.ReplaceAllStringFunc(res, func(m string) string {
+		lit := re.xsDate.FindStringSubmatch(m)[2]
 		t, err := expr.ParseDateTime(lit[1 : len(lit)-1])
 		if err != nil {
 			bad = err
@@ -203,11 +214,11 @@ func rewrite(src string) (string, bool, error) {
 	}
 	// A comparison with a sequence of literals, X = ("a", "b"): any of them;
 	// X != ("a", "b") (also written ne): none of them.
-	res = reSeqCmp.ReplaceAllStringFunc(res, func(m string) string {
-		sm := reSeqCmp.FindStringSubmatch(m)
+	res = re.seqCmp.ReplaceAllStringFunc(res, func(m string) string {
+		sm := re.seqCmp.FindStringSubmatch(m)
 		x, op := sm[1], sm[2]
 		var parts []string
-		for _, lit := range reSeqItem.FindAllString(sm[3], -1) {
+		for _, lit := range re.seqItem.FindAllString(sm[3], -1) {
 			parts = append(parts, x+" "+op+" "+lit)
 		}
 		join := " or "

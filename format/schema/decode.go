@@ -2,13 +2,13 @@ package schema
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/veena-wf/veena/graph"
+	"github.com/veena-wf/veena/internal/ident"
 )
 
 // Limits on the shape of a schema.
@@ -24,9 +24,9 @@ const (
 
 // names of schemas, nodes, actions, almanac and context keys, and events.
 var (
-	nameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$`)
-	keyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	eventRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:/\-]{0,127}$`)
+	nameForm  = ident.New("A-Za-z_", "A-Za-z0-9_.-", 127)
+	keyForm   = ident.New("A-Za-z_", "A-Za-z0-9_", 127)
+	eventForm = ident.New("A-Za-z_", "A-Za-z0-9_.:/-", 127)
 )
 
 // decoder turns a value tree into schemas, collecting every problem.
@@ -72,7 +72,7 @@ func (d *decoder) str(obj *value, key, what string, required bool) (string, grap
 	return v.str, v.pos
 }
 
-func (d *decoder) strList(obj *value, key, what string, re *regexp.Regexp) []string {
+func (d *decoder) strList(obj *value, key, what string, form *ident.Pattern) []string {
 	v := obj.get(key)
 	if v == nil {
 		return nil
@@ -87,7 +87,7 @@ func (d *decoder) strList(obj *value, key, what string, re *regexp.Regexp) []str
 			d.add(x.pos, "%s: %q must hold strings, not a %s", what, key, x.describe())
 			continue
 		}
-		if !re.MatchString(x.str) {
+		if !form.Match(x.str) {
 			d.add(x.pos, "%s: %q is not a valid name (letters, digits and _ , starting with a letter or _)", what, x.str)
 			continue
 		}
@@ -135,7 +135,7 @@ func (d *decoder) schema(v *value, parent *Schema, depth int) *Schema {
 		return nil
 	}
 	name, npos := d.str(v, "schema", what, true)
-	if name != "" && !nameRE.MatchString(name) {
+	if name != "" && !nameForm.Match(name) {
 		d.add(npos, "schema name %q: use letters, digits, '_', '-' and '.', starting with a letter or '_' (at most 128)", name)
 	}
 	if parent != nil && strings.Contains(name, ".") {
@@ -153,8 +153,8 @@ func (d *decoder) schema(v *value, parent *Schema, depth int) *Schema {
 
 	if c := v.get("context"); c != nil {
 		if d.object(c, what+": context", "keys", "inherit") {
-			s.ContextKeys = d.strList(c, "keys", what+": context.keys", keyRE)
-			s.Inherit = d.strList(c, "inherit", what+": context.inherit", keyRE)
+			s.ContextKeys = d.strList(c, "keys", what+": context.keys", &keyForm)
+			s.Inherit = d.strList(c, "inherit", what+": context.inherit", &keyForm)
 			if parent == nil && len(s.Inherit) > 0 {
 				d.add(c.get("inherit").pos, "%s: context.inherit is for child schemas (a top-level schema has no parent)", what)
 			}
@@ -173,7 +173,7 @@ func (d *decoder) schema(v *value, parent *Schema, depth int) *Schema {
 	if a := v.get("almanac"); a != nil {
 		if d.object(a, what+": almanac") {
 			for _, e := range a.keys {
-				if !keyRE.MatchString(e.key) {
+				if !keyForm.Match(e.key) {
 					d.add(e.keyPos, "%s: almanac key %q: use letters, digits and '_', starting with a letter or '_'", what, e.key)
 					continue
 				}
@@ -235,7 +235,7 @@ func (d *decoder) trigger(v *value, what string, child bool) *Trigger {
 	t := &Trigger{Pos: v.pos}
 	var pos graph.Pos
 	t.Event, pos = d.str(v, "event", what+": trigger", true)
-	if t.Event != "" && !eventRE.MatchString(t.Event) {
+	if t.Event != "" && !eventForm.Match(t.Event) {
 		d.add(pos, "%s: trigger event %q is not a valid event name", what, t.Event)
 	}
 	t.When = d.expr(v.get("when"), what+": trigger condition")
@@ -291,7 +291,7 @@ func (d *decoder) node(v *value, schemaWhat string) *Node {
 	n := &Node{Pos: v.pos}
 	var pos graph.Pos
 	n.ID, pos = d.str(v, "id", "a node", true)
-	if n.ID != "" && !nameRE.MatchString(n.ID) {
+	if n.ID != "" && !nameForm.Match(n.ID) {
 		d.add(pos, "node id %q: use letters, digits, '_', '-' and '.', starting with a letter or '_' (at most 128)", n.ID)
 	}
 	what := fmt.Sprintf("node %q", n.ID)
@@ -311,7 +311,7 @@ func (d *decoder) node(v *value, schemaWhat string) *Node {
 	case ev != nil && d.object(ev, what+": event", "name", "when"):
 		w := &EventWait{}
 		w.Name, pos = d.str(ev, "name", what+": event", true)
-		if w.Name != "" && !eventRE.MatchString(w.Name) {
+		if w.Name != "" && !eventForm.Match(w.Name) {
 			d.add(pos, "%s: event name %q is not a valid event name", what, w.Name)
 		}
 		w.When = d.expr(ev.get("when"), what+": event filter")
@@ -398,7 +398,7 @@ func (d *decoder) action(v *value, nodeWhat string) *Action {
 	a := &Action{Pos: v.pos, Timeout: DefaultActionTimeout}
 	var pos graph.Pos
 	a.ID, pos = d.str(v, "id", nodeWhat+": an action", true)
-	if a.ID != "" && !nameRE.MatchString(a.ID) {
+	if a.ID != "" && !nameForm.Match(a.ID) {
 		d.add(pos, "%s: action id %q: use letters, digits, '_', '-' and '.'", nodeWhat, a.ID)
 	}
 	what := fmt.Sprintf("%s, action %q", nodeWhat, a.ID)
@@ -410,9 +410,9 @@ func (d *decoder) action(v *value, nodeWhat string) *Action {
 		d.add(v.pos, "%s needs \"do\" (a built-in or registered action) or \"job\" (a job type for outside programs)", what)
 	case a.Do != "" && a.Job != "":
 		d.add(jpos, "%s has both \"do\" and \"job\"; an action is one or the other", what)
-	case a.Do != "" && !eventRE.MatchString(a.Do):
+	case a.Do != "" && !eventForm.Match(a.Do):
 		d.add(dpos, "%s: %q is not a valid action name", what, a.Do)
-	case a.Job != "" && !eventRE.MatchString(a.Job):
+	case a.Job != "" && !eventForm.Match(a.Job):
 		d.add(jpos, "%s: %q is not a valid job type", what, a.Job)
 	}
 	if w := v.get("with"); w != nil {
@@ -420,7 +420,7 @@ func (d *decoder) action(v *value, nodeWhat string) *Action {
 	}
 	var rpos graph.Pos
 	a.Result, rpos = d.str(v, "result", what, false)
-	if a.Result != "" && !keyRE.MatchString(a.Result) {
+	if a.Result != "" && !keyForm.Match(a.Result) {
 		d.add(rpos, "%s: result key %q: use letters, digits and '_', starting with a letter or '_'", what, a.Result)
 	}
 	if r := v.get("retry"); r != nil && d.object(r, what+": retry", "max", "delay") {
@@ -465,7 +465,7 @@ func (d *decoder) builtinArgs(a *Action, v *value, what string) {
 			if slices.Contains(skip, e.key) {
 				continue
 			}
-			if !keyRE.MatchString(e.key) {
+			if !keyForm.Match(e.key) {
 				d.add(e.keyPos, "%s: key %q: use letters, digits and '_', starting with a letter or '_'", what, e.key)
 			}
 		}
@@ -492,7 +492,7 @@ func (d *decoder) builtinArgs(a *Action, v *value, what string) {
 			ks := w.get("keys")
 			ok = ks.kind == kList
 			for _, k := range ks.list {
-				if k.kind != kString || !keyRE.MatchString(k.str) {
+				if k.kind != kString || !keyForm.Match(k.str) {
 					d.add(k.pos, "%s: almanac.unset keys must be almanac key names", what)
 				}
 			}
@@ -518,7 +518,7 @@ func (d *decoder) builtinArgs(a *Action, v *value, what string) {
 		}
 		if ev, ok := a.With.Field("event").Literal(); ok {
 			s, _ := ev.(string)
-			if !eventRE.MatchString(s) {
+			if !eventForm.Match(s) {
 				d.add(pos, "%s: emit's event %v is not a valid event name", what, ev)
 			}
 		}

@@ -19,11 +19,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/veena-wf/veena/internal/ident"
 )
 
 // Role is what a token allows. Each role includes the ones below it.
@@ -94,7 +95,7 @@ func NewSecret() (string, error) {
 	return "veena_" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+var nameForm = ident.New("A-Za-z0-9", "A-Za-z0-9._@-", 63)
 
 // ReadFile reads a token file; a missing file is an empty one.
 func ReadFile(path string) (*File, error) {
@@ -154,7 +155,7 @@ func WriteFile(path string, f *File) error {
 // Create adds a token to the file at path and returns its secret, which is
 // not stored anywhere. The token acts as the user name, in groups.
 func Create(path, name string, role Role, groups ...string) (string, error) {
-	if !nameRE.MatchString(name) {
+	if !nameForm.Match(name) {
 		return "", fmt.Errorf("token name %q: use 1-64 letters, digits, '.', '_', '@' or '-'", name)
 	}
 	groups, err := CleanGroups(groups)
@@ -216,7 +217,7 @@ func CleanGroups(groups []string) ([]string, error) {
 		if g == "" || seen[g] {
 			continue
 		}
-		if !nameRE.MatchString(g) {
+		if !nameForm.Match(g) {
 			return nil, fmt.Errorf("group name %q: use 1-64 letters, digits, '.', '_', '@' or '-'", g)
 		}
 		seen[g] = true

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -24,7 +25,9 @@ const (
 	MaxSource = 4096
 )
 
-var env = func() *cel.Env {
+// celEnv is the environment conditions compile in, made at the first
+// compilation: a program with no document subscriptions does not keep it.
+var celEnv = sync.OnceValue(func() *cel.Env {
 	e, err := cel.NewEnv(
 		cel.Variable("uri", cel.StringType),
 		cel.Variable("collections", cel.ListType(cel.StringType)),
@@ -34,7 +37,7 @@ var env = func() *cel.Env {
 		panic(err)
 	}
 	return e
-}()
+})
 
 // Matcher is a compiled condition.
 type Matcher struct {
@@ -50,6 +53,7 @@ func Compile(src string) (*Matcher, error) {
 	if len(src) > MaxSource {
 		return nil, fmt.Errorf("the condition is %d bytes long; the limit is %d", len(src), MaxSource)
 	}
+	env := celEnv()
 	ast, iss := env.Compile(src)
 	if iss != nil && iss.Err() != nil {
 		return nil, fmt.Errorf("the condition does not compile: %s", strings.TrimSpace(iss.Err().Error()))
