@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -20,9 +21,18 @@ type builtin struct {
 	fn       func(ev *evaluator, args []any) (any, error)
 }
 
-var builtins map[string]builtin
+// builtinTable is the built-in functions by name, with the names that have
+// spaces (string length, date and time) longest first, so that "date and
+// time" wins over "date". It is made at the first parse: a program that
+// never reads FEEL does not keep it on the heap.
+type builtinTable struct {
+	funcs     map[string]builtin
+	multiWord []string
+}
 
-func init() {
+var builtins = sync.OnceValue(makeBuiltins)
+
+func makeBuiltins() *builtinTable {
 	b := map[string]builtin{}
 	def := func(name string, params []string, min int, fn func(ev *evaluator, args []any) (any, error)) {
 		b[name] = builtin{params: params, min: min, fn: fn}
@@ -636,7 +646,20 @@ func init() {
 		}
 		return out, nil
 	})
-	builtins = b
+	t := &builtinTable{funcs: b}
+	for name := range b {
+		if strings.Contains(name, " ") {
+			t.multiWord = append(t.multiWord, name)
+		}
+	}
+	for i := range t.multiWord {
+		for j := i + 1; j < len(t.multiWord); j++ {
+			if len(t.multiWord[j]) > len(t.multiWord[i]) {
+				t.multiWord[i], t.multiWord[j] = t.multiWord[j], t.multiWord[i]
+			}
+		}
+	}
+	return t
 }
 
 // pattern compiles a regular expression argument (RE2: linear time, so a

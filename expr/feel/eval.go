@@ -715,7 +715,7 @@ func arith(op string, l, r any) (any, error) {
 }
 
 func (ev *evaluator) call(x *callExpr, sc *scope) any {
-	b := builtins[x.fn]
+	b := builtins().funcs[x.fn]
 	var args []any
 	if x.named != nil {
 		args = make([]any, len(b.params))

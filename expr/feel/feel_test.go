@@ -2,6 +2,7 @@ package feel
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +247,31 @@ func FuzzFEEL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The table of built-in functions is made at the first parse; expressions
+// compiled and evaluated at once from many goroutines see it whole (run
+// alone with -race for a first use under contention).
+func TestBuiltinsFirstUseConcurrent(t *testing.T) {
+	const n = 16
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			p, err := Compile(`string length("abc") + count([1, 2]) + (if list contains([1, 2], 2) then 10 else 0)`)
+			if err != nil {
+				errs <- err
+				return
+			}
+			v, err := p.Eval(expr.Env{Vars: vars(), Now: now})
+			if err == nil && v != int64(15) {
+				err = fmt.Errorf("got %v (%T), want 15", v, v)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }

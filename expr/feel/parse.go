@@ -423,7 +423,7 @@ func (p *parser) postfix() node {
 }
 
 func (p *parser) call(name string, off int) node {
-	if _, ok := builtins[name]; !ok {
+	if _, ok := builtins().funcs[name]; !ok {
 		p.fail(off, "unknown function %q", name)
 	}
 	p.expectOp("(")
@@ -456,29 +456,10 @@ func (p *parser) call(name string, off int) node {
 	return c
 }
 
-// multiWordFunctions are the built-in names with spaces, longest first.
-var multiWordFunctions []string
-
-func init() {
-	for name := range builtins {
-		if strings.Contains(name, " ") {
-			multiWordFunctions = append(multiWordFunctions, name)
-		}
-	}
-	// Longest first, so "date and time" wins over "date".
-	for i := range multiWordFunctions {
-		for j := i + 1; j < len(multiWordFunctions); j++ {
-			if len(multiWordFunctions[j]) > len(multiWordFunctions[i]) {
-				multiWordFunctions[i], multiWordFunctions[j] = multiWordFunctions[j], multiWordFunctions[i]
-			}
-		}
-	}
-}
-
 // functionName tries to read a multi-word function name (string length,
 // date and time) followed by "(".
 func (p *parser) functionName() (string, bool) {
-	for _, name := range multiWordFunctions {
+	for _, name := range builtins().multiWord {
 		words := strings.Split(name, " ")
 		ok := true
 		for k, w := range words {
