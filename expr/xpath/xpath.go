@@ -388,11 +388,14 @@ func Document(vars expr.Vars) (string, error) {
 }
 
 // A variable named with the wf: prefix (wf:action) is an element of
-// MarkLogic Workflow's namespace, as its models read them.
-var nameRe = regexp.MustCompile(`^(wf:)?[A-Za-z_][\w.-]*$`)
+// MarkLogic Workflow's namespace, as its models read them. The expression
+// is compiled at its first use, like xpathREs.
+var nameRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(wf:)?[A-Za-z_][\w.-]*$`)
+})
 
 func validName(s string) bool {
-	return nameRe.MatchString(s) && !strings.HasPrefix(strings.ToLower(s), "xml")
+	return nameRe().MatchString(s) && !strings.HasPrefix(strings.ToLower(s), "xml")
 }
 
 func writeValue(b *strings.Builder, name string, v any, depth int) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/veena-wf/veena/graph"
 )
@@ -94,13 +95,17 @@ func Compile(d *Definitions, warnings []graph.Problem) ([]*graph.Graph, error) {
 	return out, nil
 }
 
-// ModelName reads MarkLogic's versioned model name name__major__minor.
-var modelName = regexp.MustCompile(`^(.+)__(\d+)__(\d+)$`)
+// modelName reads MarkLogic's versioned model name name__major__minor. It
+// is compiled at its first use: a program that loads no BPMN does not keep
+// it on the heap.
+var modelName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(.+)__(\d+)__(\d+)$`)
+})
 
 // SplitModelName splits a MarkLogic model name (myprocess__1__0) into its
 // name and version numbers; ok is false for other names.
 func SplitModelName(s string) (name string, major, minor int, ok bool) {
-	m := modelName.FindStringSubmatch(s)
+	m := modelName().FindStringSubmatch(s)
 	if m == nil {
 		return "", 0, 0, false
 	}
