@@ -1215,7 +1215,9 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		p.eventNames = append(p.eventNames, names)
 		ev.names = int32(len(p.eventNames))
 	}
-	p.UpdatedAt = e.now
+	if p.UpdatedAt != e.now { // once a command: writing it costs a write barrier
+		p.UpdatedAt = e.now
+	}
 	p.Dirty = true
 	if e.k.listened || len(p.Listeners) > 0 {
 		ev := p.Event(len(p.Events) - 1) // a copy: listeners may fire more events
