@@ -7,8 +7,8 @@
 // 128-entry tables.
 package ident
 
-// Pattern is a form of name: a character of First, then at most Max
-// characters of Rest.
+// Pattern is a form of name: one character of its first set, then at most
+// its maximum number of characters of its second set (see New).
 type Pattern struct {
 	first, rest [128]bool
 	max         int

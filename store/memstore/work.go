@@ -70,8 +70,8 @@ type jobAt struct {
 // comes up, and dropped if the job has changed since (a job's entries are
 // not removed when it changes; it gets new ones). So that the entries of
 // jobs that changed long before their entry's time (a job completed in
-// its first second of an hour's lease) do not pile up, noteJob sweeps a
-// queue grown to twice its length after its last sweep: the entries still
+// its first second of an hour's lease) do not pile up, add sweeps a queue
+// grown to twice its length after its last sweep: the entries still
 // true stay, and the queue holds at most about twice as many.
 type jobQueue struct {
 	h     []jobAt
@@ -92,11 +92,12 @@ func (q *jobQueue) less(i, j int) bool {
 // due reports whether the queue's first entry is at or before at.
 func (q *jobQueue) due(at int64) bool { return len(q.h) > 0 && q.h[0].at <= at }
 
-// full reports whether the queue is due a sweep before its next push.
-func (q *jobQueue) full() bool { return len(q.h) >= 2*q.swept+sweepSlack }
-
-// push adds e.
-func (q *jobQueue) push(e jobAt) {
+// add adds e, first sweeping the queue (isTrue tells the entries still
+// true) if it has doubled since its last sweep.
+func (q *jobQueue) add(e jobAt, isTrue func(jobAt) bool) {
+	if len(q.h) >= 2*q.swept+sweepSlack {
+		q.sweep(isTrue)
+	}
 	q.h = append(q.h, e)
 	for i := len(q.h) - 1; i > 0; {
 		up := (i - 1) / 2
@@ -152,18 +153,16 @@ func (q *jobQueue) sweep(isTrue func(jobAt) bool) {
 	q.swept = len(q.h)
 }
 
-// availTrue reports whether e is a true entry of job type typ's queue: its
-// job is open or leased and may be leased at e's time.
-func (w *workRows) availTrue(typ string, e jobAt) bool {
-	j, ok := w.jobs[e.id]
-	return ok && j.Type == typ && (j.State == store.JobOpen || j.State == store.JobLeased) && availableAt(j).UnixNano() == e.at
+// availTrue reports whether an entry at at of job type typ's queue is true
+// of job j (nil if gone): j is open or leased and may be leased at at.
+func availTrue(j *store.Job, typ string, at int64) bool {
+	return j != nil && j.Type == typ && (j.State == store.JobOpen || j.State == store.JobLeased) && availableAt(j).UnixNano() == at
 }
 
-// leaseTrue reports whether e is a true entry of the leases: its job is
-// leased until e's time.
-func (w *workRows) leaseTrue(e jobAt) bool {
-	j, ok := w.jobs[e.id]
-	return ok && j.State == store.JobLeased && j.LockedUntil.UnixNano() == e.at
+// leaseTrue reports whether an entry at at of the leases is true of job j
+// (nil if gone): j is leased until at.
+func leaseTrue(j *store.Job, at int64) bool {
+	return j != nil && j.State == store.JobLeased && j.LockedUntil.UnixNano() == at
 }
 
 // availableAt is when an open or leased job may be leased: an open one's
@@ -190,15 +189,9 @@ func (w *workRows) noteJob(j *store.Job) {
 		q = &jobQueue{}
 		w.avail[j.Type] = q
 	}
-	if q.full() {
-		q.sweep(func(e jobAt) bool { return w.availTrue(j.Type, e) })
-	}
-	q.push(jobAt{availableAt(j).UnixNano(), j.ID})
+	q.add(jobAt{availableAt(j).UnixNano(), j.ID}, func(e jobAt) bool { return availTrue(w.jobs[e.id], j.Type, e.at) })
 	if j.State == store.JobLeased {
-		if w.leases.full() {
-			w.leases.sweep(w.leaseTrue)
-		}
-		w.leases.push(jobAt{j.LockedUntil.UnixNano(), j.ID})
+		w.leases.add(jobAt{j.LockedUntil.UnixNano(), j.ID}, func(e jobAt) bool { return leaseTrue(w.jobs[e.id], e.at) })
 	}
 }
 
@@ -378,7 +371,7 @@ func (s *Store) ActivateJobs(_ context.Context, a store.Activation) ([]*store.Jo
 	for q != nil && q.due(now) && len(out) < a.Max {
 		e := q.pop()
 		j := w.jobs[e.id]
-		if !w.availTrue(a.Type, e) || !available(j, a.Type, a.Now) {
+		if !availTrue(j, a.Type, e.at) || !available(j, a.Type, a.Now) {
 			continue // the job changed since the entry was made
 		}
 		j.State, j.Worker, j.LockedUntil = store.JobLeased, a.Worker, a.Now.Add(a.LockFor)
@@ -403,10 +396,10 @@ func (s *Store) ExpireLeases(_ context.Context, now time.Time) ([]string, error)
 	w := s.rows()
 	for w.leases.due(now.UnixNano()) {
 		e := w.leases.pop()
-		if !w.leaseTrue(e) {
+		j := w.jobs[e.id]
+		if !leaseTrue(j, e.at) {
 			continue // the job changed since the entry was made
 		}
-		j := w.jobs[e.id]
 		j.State = store.JobOpen
 		j.Rev++
 		w.noteJob(j)
