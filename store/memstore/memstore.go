@@ -302,10 +302,7 @@ func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Tim
 		}
 		for token, f := range failed {
 			if _, ok := s.failures[process][token]; !ok {
-				if s.failures[process] == nil {
-					s.failures[process] = map[int]store.TimerFailure{}
-				}
-				s.failures[process][token] = f
+				s.setFailure(f)
 			}
 		}
 	})
@@ -607,10 +604,7 @@ func (s *Store) FailTimer(_ context.Context, f store.TimerFailure, retryAt time.
 			continue
 		}
 		f.Attempts = s.failures[f.Process][f.Token].Attempts + 1
-		if s.failures[f.Process] == nil {
-			s.failures[f.Process] = map[int]store.TimerFailure{}
-		}
-		s.failures[f.Process][f.Token] = f
+		s.setFailure(f)
 		s.leaseTimer(f.Process, f.Token, retryAt)
 	}
 	return nil
@@ -625,6 +619,16 @@ func (s *Store) leaseTimer(process string, token int, until time.Time) {
 		s.leases[process] = l
 	}
 	l[token] = until
+}
+
+// setFailure records f as its timer's last failure; the caller holds mu.
+func (s *Store) setFailure(f store.TimerFailure) {
+	fs := s.failures[f.Process]
+	if fs == nil {
+		fs = map[int]store.TimerFailure{}
+		s.failures[f.Process] = fs
+	}
+	fs[f.Token] = f
 }
 
 // TimerFailures returns the failures recorded on timers.
