@@ -28,6 +28,7 @@ type Store struct {
 	trees    map[string][]string // root -> member ids in insertion order
 	events   map[string][]store.EventRecord
 	timers   map[string][]store.Timer              // by process
+	queue    timerQueue                            // the timers in the order claims take them
 	leases   map[string]map[int]time.Time          // process -> token -> end of lease
 	failures map[string]map[int]store.TimerFailure // process -> token -> last failure
 	contexts map[string]map[string]string          // process -> executing context
@@ -56,6 +57,7 @@ func New() *Store {
 		trees:    map[string][]string{},
 		events:   map[string][]store.EventRecord{},
 		timers:   map[string][]store.Timer{},
+		queue:    newTimerQueue(),
 		leases:   map[string]map[int]time.Time{},
 		failures: map[string]map[int]store.TimerFailure{},
 		contexts: map[string]map[string]string{},
@@ -283,6 +285,7 @@ func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Tim
 	} else {
 		s.timers[process] = slices.Clone(timers)
 	}
+	s.queue.set(process, timers)
 	// The process's timers are new: their leases and failures go with the
 	// old ones (and come back with them if the transaction is undone).
 	leased, failed := s.leases[process], s.failures[process]
@@ -299,6 +302,10 @@ func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Tim
 			if cur, ok := s.leases[process][token]; !ok || until.After(cur) {
 				s.leaseTimer(process, token, until)
 			}
+		}
+		s.queue.set(process, old)
+		for token, until := range s.leases[process] {
+			s.queue.lease(process, token, until)
 		}
 		for token, f := range failed {
 			if _, ok := s.failures[process][token]; !ok {
@@ -568,24 +575,7 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 	if s.closed {
 		return nil, errClosed
 	}
-	var due []store.Timer
-	for _, ts := range s.timers {
-		for _, t := range ts {
-			if t.DueAt.After(now) {
-				continue
-			}
-			if until, ok := s.leases[t.Process][t.Token]; ok && until.After(now) {
-				continue
-			}
-			due = append(due, t)
-		}
-	}
-	slices.SortFunc(due, func(a, b store.Timer) int {
-		return cmp.Or(a.DueAt.Compare(b.DueAt), strings.Compare(a.Process, b.Process), cmp.Compare(a.Token, b.Token))
-	})
-	if limit > 0 && len(due) > limit {
-		due = due[:limit]
-	}
+	due := s.queue.take(now, limit)
 	for _, t := range due {
 		s.leaseTimer(t.Process, t.Token, now.Add(lease))
 	}
@@ -619,6 +609,7 @@ func (s *Store) leaseTimer(process string, token int, until time.Time) {
 		s.leases[process] = l
 	}
 	l[token] = until
+	s.queue.lease(process, token, until)
 }
 
 // setFailure records f as its timer's last failure; the caller holds mu.
@@ -667,13 +658,6 @@ func (s *Store) NextTimer(context.Context) (time.Time, error) {
 	if s.closed {
 		return time.Time{}, errClosed
 	}
-	var next time.Time
-	for _, ts := range s.timers {
-		for _, t := range ts {
-			if next.IsZero() || t.DueAt.Before(next) {
-				next = t.DueAt
-			}
-		}
-	}
+	next := s.queue.next()
 	return next, nil
 }
