@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -10,10 +11,14 @@ import (
 	"github.com/veena-wf/veena/store"
 )
 
-// inbox holds the commands queued for process trees, in Seq order.
+// inbox holds the commands queued for process trees, in Seq order, kept
+// after they are done until purged; bySeq and waiting find one without
+// going through them all.
 type inbox struct {
 	seq      int64
 	commands []*store.Command
+	bySeq    map[int64]*store.Command
+	waiting  map[string][]*store.Command // by root: those not done, in Seq order
 }
 
 // Enqueue appends a command to its tree's inbox.
@@ -31,6 +36,11 @@ func (s *Store) Enqueue(_ context.Context, c *store.Command) error {
 	cp := *c
 	cp.Payload = slices.Clone(c.Payload)
 	s.inbox.commands = append(s.inbox.commands, &cp)
+	if s.inbox.bySeq == nil {
+		s.inbox.bySeq, s.inbox.waiting = map[int64]*store.Command{}, map[string][]*store.Command{}
+	}
+	s.inbox.bySeq[cp.Seq] = &cp
+	s.inbox.waiting[cp.Root] = append(s.inbox.waiting[cp.Root], &cp)
 	return nil
 }
 
@@ -41,11 +51,9 @@ func (s *Store) Command(_ context.Context, seq int64) (*store.Command, error) {
 	if s.closed {
 		return nil, errClosed
 	}
-	for _, c := range s.inbox.commands {
-		if c.Seq == seq {
-			cp := *c
-			return &cp, nil
-		}
+	if c := s.inbox.bySeq[seq]; c != nil {
+		cp := *c
+		return &cp, nil
 	}
 	return nil, fmt.Errorf("command %d: %w", seq, store.ErrNotFound)
 }
@@ -57,14 +65,23 @@ func (s *Store) InboxRoots(_ context.Context, before time.Time, limit int) ([]st
 	if s.closed {
 		return nil, errClosed
 	}
-	var out []string
-	for _, c := range s.inbox.commands {
-		if !c.Done && !c.EnqueuedAt.After(before) && !slices.Contains(out, c.Root) {
-			out = append(out, c.Root)
-			if limit > 0 && len(out) == limit {
+	// The trees in the order of their oldest such command.
+	var first []*store.Command
+	for _, cs := range s.inbox.waiting {
+		for _, c := range cs {
+			if !c.EnqueuedAt.After(before) {
+				first = append(first, c)
 				break
 			}
 		}
+	}
+	slices.SortFunc(first, func(a, b *store.Command) int { return cmp.Compare(a.Seq, b.Seq) })
+	if limit > 0 && len(first) > limit {
+		first = first[:limit]
+	}
+	var out []string
+	for _, c := range first {
+		out = append(out, c.Root)
 	}
 	return out, nil
 }
@@ -78,7 +95,11 @@ func (s *Store) PurgeCommands(_ context.Context, before time.Time) (int, error) 
 	}
 	n := len(s.inbox.commands)
 	s.inbox.commands = slices.DeleteFunc(s.inbox.commands, func(c *store.Command) bool {
-		return c.Done && c.DoneAt.Before(before)
+		if c.Done && c.DoneAt.Before(before) {
+			delete(s.inbox.bySeq, c.Seq)
+			return true
+		}
+		return false
 	})
 	return n - len(s.inbox.commands), nil
 }
@@ -91,10 +112,8 @@ func (s *Store) WaitingCommands(context.Context) (int, error) {
 		return 0, errClosed
 	}
 	n := 0
-	for _, c := range s.inbox.commands {
-		if !c.Done {
-			n++
-		}
+	for _, cs := range s.inbox.waiting {
+		n += len(cs)
 	}
 	return n, nil
 }
@@ -133,11 +152,9 @@ func (t *tx) ExpectTree(ctx context.Context, root string, version int64) error {
 func (t *tx) NextCommand(_ context.Context, root string) (*store.Command, error) {
 	t.s.mu.RLock()
 	defer t.s.mu.RUnlock()
-	for _, c := range t.s.inbox.commands {
-		if c.Root == root && !c.Done {
-			cp := *c
-			return &cp, nil
-		}
+	if cs := t.s.inbox.waiting[root]; len(cs) > 0 {
+		cp := *cs[0]
+		return &cp, nil
 	}
 	return nil, nil
 }
@@ -146,15 +163,35 @@ func (t *tx) FinishCommand(_ context.Context, seq int64, outcome []byte, at time
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.inbox.commands {
-		if c.Seq == seq {
-			if c.Done {
-				return fmt.Errorf("command %d is already done: %w", seq, store.ErrConflict)
-			}
-			c.Done, c.Outcome, c.DoneAt = true, slices.Clone(outcome), at
-			t.undo = append(t.undo, func() { c.Done, c.Outcome, c.DoneAt = false, nil, time.Time{} })
-			return nil
+	c := s.inbox.bySeq[seq]
+	if c == nil {
+		return fmt.Errorf("command %d: %w", seq, store.ErrNotFound)
+	}
+	if c.Done {
+		return fmt.Errorf("command %d is already done: %w", seq, store.ErrConflict)
+	}
+	c.Done, c.Outcome, c.DoneAt = true, slices.Clone(outcome), at
+	s.inbox.setWaiting(c, false)
+	t.undo = append(t.undo, func() {
+		c.Done, c.Outcome, c.DoneAt = false, nil, time.Time{}
+		s.inbox.setWaiting(c, true)
+	})
+	return nil
+}
+
+// setWaiting puts c among its tree's waiting commands, in Seq order, or
+// takes it out.
+func (b *inbox) setWaiting(c *store.Command, waiting bool) {
+	cs := b.waiting[c.Root]
+	i, found := slices.BinarySearchFunc(cs, c.Seq, func(x *store.Command, seq int64) int { return cmp.Compare(x.Seq, seq) })
+	switch {
+	case waiting && !found:
+		b.waiting[c.Root] = slices.Insert(cs, i, c)
+	case !waiting && found:
+		if cs = slices.Delete(cs, i, i+1); len(cs) == 0 {
+			delete(b.waiting, c.Root)
+		} else {
+			b.waiting[c.Root] = cs
 		}
 	}
-	return fmt.Errorf("command %d: %w", seq, store.ErrNotFound)
 }
