@@ -12,9 +12,12 @@ import (
 // messageRows are the correlations, buffered messages and message ids.
 type messageRows struct {
 	corr map[string][]store.Correlation // by process
-	msgs []store.Message                // in Seq order
-	seq  int64
-	ids  map[string]time.Time // name\x00key\x00id -> until
+	// waiters are the processes with a correlation, by what finds it
+	// (corrKey): a message's name and key, a signal's name.
+	waiters map[string]map[string]struct{}
+	msgs    []store.Message // in Seq order
+	seq     int64
+	ids     map[string]time.Time // name\x00key\x00id -> until
 }
 
 func (s *Store) Correlations(_ context.Context, kind, name, key string, limit int) ([]store.Correlation, error) {
@@ -24,8 +27,8 @@ func (s *Store) Correlations(_ context.Context, kind, name, key string, limit in
 		return nil, errClosed
 	}
 	var out []store.Correlation
-	for _, cs := range s.msg.corr {
-		for _, c := range cs {
+	for process := range s.msg.waiters[corrKey(kind, name, key)] {
+		for _, c := range s.msg.corr[process] {
 			if c.Kind == kind && c.Name == name && (kind == "signal" || c.Key == key) {
 				out = append(out, c)
 			}
@@ -114,23 +117,49 @@ func (t *tx) ReplaceCorrelations(_ context.Context, process string, cs []store.C
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.msg.corr == nil {
-		s.msg.corr = map[string][]store.Correlation{}
-	}
-	old, had := s.msg.corr[process]
-	if len(cs) == 0 {
-		delete(s.msg.corr, process)
-	} else {
-		s.msg.corr[process] = slices.Clone(cs)
-	}
-	t.undo = append(t.undo, func() {
-		if had {
-			s.msg.corr[process] = old
-		} else {
-			delete(s.msg.corr, process)
-		}
-	})
+	old := s.msg.corr[process]
+	s.msg.setCorrelations(process, slices.Clone(cs))
+	t.undo = append(t.undo, func() { s.msg.setCorrelations(process, old) })
 	return nil
+}
+
+// setCorrelations makes cs the correlations of a process, in the index
+// too; the caller holds mu.
+func (m *messageRows) setCorrelations(process string, cs []store.Correlation) {
+	if m.corr == nil {
+		m.corr, m.waiters = map[string][]store.Correlation{}, map[string]map[string]struct{}{}
+	}
+	for _, c := range m.corr[process] {
+		k := corrKey(c.Kind, c.Name, c.Key)
+		if ps := m.waiters[k]; ps != nil {
+			if delete(ps, process); len(ps) == 0 {
+				delete(m.waiters, k)
+			}
+		}
+	}
+	if len(cs) == 0 {
+		delete(m.corr, process)
+		return
+	}
+	m.corr[process] = cs
+	for _, c := range cs {
+		k := corrKey(c.Kind, c.Name, c.Key)
+		ps := m.waiters[k]
+		if ps == nil {
+			ps = map[string]struct{}{}
+			m.waiters[k] = ps
+		}
+		ps[process] = struct{}{}
+	}
+}
+
+// corrKey is what finds a correlation: a signal by its name, anything
+// else by its name and key.
+func corrKey(kind, name, key string) string {
+	if kind == "signal" {
+		key = ""
+	}
+	return kind + "\x00" + name + "\x00" + key
 }
 
 // Waiting needs no lock of its own: Updates run one at a time.
@@ -138,14 +167,7 @@ func (t *tx) Waiting(_ context.Context, name, key string) (bool, error) {
 	s := t.s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, cs := range s.msg.corr {
-		for _, c := range cs {
-			if c.Kind == "message" && c.Name == name && c.Key == key {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
+	return len(s.msg.waiters[corrKey("message", name, key)]) > 0, nil
 }
 
 func (t *tx) BufferMessage(_ context.Context, m *store.Message) error {
