@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sort"
@@ -15,9 +16,12 @@ type messageRows struct {
 	// waiters are the processes with a correlation, by what finds it
 	// (corrKey): a message's name and key, a signal's name.
 	waiters map[string]map[string]struct{}
-	msgs    []store.Message // in Seq order
-	seq     int64
-	ids     map[string]time.Time // name\x00key\x00id -> until
+	// msgs are the buffered messages by name and key, each list in Seq
+	// order; msgAt finds a message's name and key by its Seq.
+	msgs  map[string]map[string][]store.Message
+	msgAt map[int64][2]string
+	seq   int64
+	ids   map[string]time.Time // name\x00key\x00id -> until
 }
 
 func (s *Store) Correlations(_ context.Context, kind, name, key string, limit int) ([]store.Correlation, error) {
@@ -57,15 +61,19 @@ func (s *Store) OldestMessage(_ context.Context, name, key string, now time.Time
 
 // oldestMessage finds a message; the caller holds mu.
 func (s *Store) oldestMessage(name, key string, now time.Time, after int64) *store.Message {
-	for _, m := range s.msg.msgs {
-		if m.Seq > after && m.Name == name && m.Key == key && m.ExpiresAt.After(now) {
-			c := m
-			c.Env = slices.Clone(m.Env)
-			return &c
+	ms := s.msg.msgs[name][key]
+	i, _ := slices.BinarySearchFunc(ms, after+1, bySeq)
+	for _, m := range ms[i:] {
+		if m.ExpiresAt.After(now) {
+			m.Env = slices.Clone(m.Env)
+			return &m
 		}
 	}
 	return nil
 }
+
+// bySeq orders a list of messages by Seq, for a binary search.
+func bySeq(m store.Message, seq int64) int { return cmp.Compare(m.Seq, seq) }
 
 func (s *Store) BufferedMessages(_ context.Context, name string, now time.Time, limit int) ([]store.Message, error) {
 	s.mu.RLock()
@@ -74,15 +82,17 @@ func (s *Store) BufferedMessages(_ context.Context, name string, now time.Time, 
 		return nil, errClosed
 	}
 	var out []store.Message
-	for _, m := range s.msg.msgs {
-		if limit > 0 && len(out) >= limit {
-			break
+	for _, ms := range s.msg.msgs[name] {
+		for _, m := range ms {
+			if m.ExpiresAt.After(now) {
+				m.Env = slices.Clone(m.Env)
+				out = append(out, m)
+			}
 		}
-		if m.Name == name && m.ExpiresAt.After(now) {
-			c := m
-			c.Env = slices.Clone(m.Env)
-			out = append(out, c)
-		}
+	}
+	slices.SortFunc(out, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }
@@ -95,16 +105,20 @@ func (s *Store) PurgeMessages(_ context.Context, now time.Time) (int, error) {
 	if s.closed {
 		return 0, errClosed
 	}
-	kept := s.msg.msgs[:0]
 	n := 0
-	for _, m := range s.msg.msgs {
-		if m.ExpiresAt.After(now) {
-			kept = append(kept, m)
-		} else {
-			n++
+	for name, byKey := range s.msg.msgs {
+		for key, ms := range byKey {
+			kept := slices.DeleteFunc(ms, func(m store.Message) bool {
+				if m.ExpiresAt.After(now) {
+					return false
+				}
+				delete(s.msg.msgAt, m.Seq)
+				n++
+				return true
+			})
+			s.msg.setList(name, key, kept)
 		}
 	}
-	s.msg.msgs = kept
 	for k, until := range s.msg.ids {
 		if !until.After(now) {
 			delete(s.msg.ids, k)
@@ -174,13 +188,16 @@ func (t *tx) BufferMessage(_ context.Context, m *store.Message) error {
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, oldSeq := s.msg.msgs, s.msg.seq
+	oldSeq := s.msg.seq
 	s.msg.seq++
 	m.Seq = s.msg.seq
 	c := *m
 	c.Env = slices.Clone(m.Env)
-	s.msg.msgs = append(slices.Clone(s.msg.msgs), c)
-	t.undo = append(t.undo, func() { s.msg.msgs, s.msg.seq = old, oldSeq })
+	s.msg.insert(c)
+	t.undo = append(t.undo, func() {
+		s.msg.remove(c.Seq)
+		s.msg.seq = oldSeq
+	})
 	return nil
 }
 
@@ -194,15 +211,57 @@ func (t *tx) DeleteMessage(_ context.Context, name, key string, seq int64) error
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, m := range s.msg.msgs {
-		if m.Seq == seq {
-			old := s.msg.msgs
-			s.msg.msgs = append(slices.Clone(old[:i]), old[i+1:]...)
-			t.undo = append(t.undo, func() { s.msg.msgs = old })
-			return nil
+	m, ok := s.msg.remove(seq)
+	if !ok {
+		return store.ErrStale
+	}
+	t.undo = append(t.undo, func() { s.msg.insert(m) })
+	return nil
+}
+
+// insert buffers a message in its place; the caller holds mu.
+func (r *messageRows) insert(m store.Message) {
+	if r.msgs == nil {
+		r.msgs, r.msgAt = map[string]map[string][]store.Message{}, map[int64][2]string{}
+	}
+	ms := r.msgs[m.Name][m.Key]
+	i, _ := slices.BinarySearchFunc(ms, m.Seq, bySeq)
+	r.setList(m.Name, m.Key, slices.Insert(ms, i, m))
+	r.msgAt[m.Seq] = [2]string{m.Name, m.Key}
+}
+
+// remove takes a buffered message out by its Seq and returns it; the
+// caller holds mu.
+func (r *messageRows) remove(seq int64) (store.Message, bool) {
+	at, ok := r.msgAt[seq]
+	if !ok {
+		return store.Message{}, false
+	}
+	ms := r.msgs[at[0]][at[1]]
+	i, found := slices.BinarySearchFunc(ms, seq, bySeq)
+	if !found {
+		return store.Message{}, false
+	}
+	m := ms[i]
+	delete(r.msgAt, seq)
+	r.setList(at[0], at[1], slices.Delete(ms, i, i+1))
+	return m, true
+}
+
+// setList makes ms the messages of a name and key, dropping empty lists.
+func (r *messageRows) setList(name, key string, ms []store.Message) {
+	if len(ms) > 0 {
+		if r.msgs[name] == nil {
+			r.msgs[name] = map[string][]store.Message{}
+		}
+		r.msgs[name][key] = ms
+		return
+	}
+	if byKey := r.msgs[name]; byKey != nil {
+		if delete(byKey, key); len(byKey) == 0 {
+			delete(r.msgs, name)
 		}
 	}
-	return store.ErrStale
 }
 
 func (t *tx) RememberMessageID(_ context.Context, name, key, id string, now, until time.Time) error {

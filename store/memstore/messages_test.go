@@ -2,8 +2,10 @@ package memstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/memstore"
@@ -113,6 +115,111 @@ func BenchmarkCorrelate(b *testing.B) {
 				cs, err := s.Correlations(ctx, "message", "paid", "order-7", 20)
 				if err != nil || len(cs) != 1 {
 					b.Fatal(cs, err)
+				}
+			}
+		})
+	}
+}
+
+// TestBufferedMessagesUndone buffers and takes messages in updates that
+// are undone: the buffer is as it was, and the oldest message of a name
+// and key is still taken first.
+func TestBufferedMessagesUndone(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	s := memstore.New()
+	buffer := func(key, id string) error {
+		return s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			return tx.BufferMessage(ctx, &store.Message{Name: "paid", Key: key, ID: id, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+		})
+	}
+	for i, key := range []string{"a", "b", "a", "c", "a"} {
+		if err := buffer(key, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	undone := errors.New("undone")
+	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		m, err := tx.OldestMessage(ctx, "paid", "a", t0, 0)
+		if err != nil || m == nil || m.ID != "0" {
+			return fmt.Errorf("oldest of a: %v, %v", m, err)
+		}
+		if err := tx.DeleteMessage(ctx, m.Name, m.Key, m.Seq); err != nil {
+			return err
+		}
+		if err := tx.BufferMessage(ctx, &store.Message{Name: "paid", Key: "a", ID: "5", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return undone
+	})
+	if !errors.Is(err, undone) {
+		t.Fatal(err)
+	}
+	ids := func(name string) string {
+		ms, err := s.BufferedMessages(ctx, name, t0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, m := range ms {
+			out += m.Key + m.ID + " "
+		}
+		return out
+	}
+	if got := ids("paid"); got != "a0 b1 a2 c3 a4 " {
+		t.Fatalf("after the undone update: %q", got)
+	}
+	if m, _ := s.OldestMessage(ctx, "paid", "a", t0, 0); m == nil || m.ID != "0" {
+		t.Fatalf("oldest of a: %v", m)
+	}
+	if m, _ := s.OldestMessage(ctx, "paid", "a", t0, 3); m == nil || m.ID != "4" {
+		t.Fatalf("oldest of a after seq 3: %v", m)
+	}
+	// A message is buffered with the next number, not the undone one's.
+	if err := buffer("d", "6"); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := s.OldestMessage(ctx, "paid", "d", t0, 0); m == nil || m.Seq != 6 {
+		t.Fatalf("the message after an undone one: %+v", m)
+	}
+	if n, _ := s.PurgeMessages(ctx, t0.Add(2*time.Hour)); n != 6 || ids("paid") != "" {
+		t.Fatalf("purged %d, left %q", n, ids("paid"))
+	}
+}
+
+// BenchmarkBufferMessage buffers messages while many are buffered already,
+// and takes the oldest of a key: neither should cost more with more
+// messages kept.
+func BenchmarkBufferMessage(b *testing.B) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s := memstore.New()
+			err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+				for i := range n {
+					if err := tx.BufferMessage(ctx, &store.Message{Name: "paid", Key: fmt.Sprint(i), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+					if err := tx.BufferMessage(ctx, &store.Message{Name: "paid", Key: "x", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+						return err
+					}
+					m, err := tx.OldestMessage(ctx, "paid", "x", t0, 0)
+					if err != nil || m == nil {
+						return fmt.Errorf("oldest: %v, %v", m, err)
+					}
+					return tx.DeleteMessage(ctx, m.Name, m.Key, m.Seq)
+				})
+				if err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
