@@ -32,6 +32,7 @@ type Store struct {
 	leases   map[string]map[int]time.Time          // process -> token -> end of lease
 	failures map[string]map[int]store.TimerFailure // process -> token -> last failure
 	contexts map[string]map[string]string          // process -> executing context
+	byPair   map[string]map[string]struct{}        // key\x00value -> executing processes with it
 	kept     map[string]map[string]string          // process -> context, executing or not (for listings)
 	uniques  map[string]string                     // key\x00value -> process
 	uniqueOf map[string][]string                   // process -> unique entries
@@ -61,6 +62,7 @@ func New() *Store {
 		leases:   map[string]map[int]time.Time{},
 		failures: map[string]map[int]store.TimerFailure{},
 		contexts: map[string]map[string]string{},
+		byPair:   map[string]map[string]struct{}{},
 		kept:     map[string]map[string]string{},
 		uniques:  map[string]string{},
 		uniqueOf: map[string][]string{},
@@ -335,7 +337,7 @@ func (t *tx) PutContext(_ context.Context, process string, c map[string]string, 
 	oldCtx, hadCtx := s.contexts[process]
 	oldKept, hadKept := s.kept[process]
 	oldU := s.uniqueOf[process]
-	s.contexts[process] = maps.Clone(c)
+	s.setContext(process, maps.Clone(c), true)
 	s.kept[process] = maps.Clone(c)
 	for _, u := range taken {
 		s.uniques[u] = process
@@ -354,11 +356,7 @@ func (t *tx) PutContext(_ context.Context, process string, c map[string]string, 
 			s.uniques[u] = process
 		}
 		s.uniqueOf[process] = oldU
-		if hadCtx {
-			s.contexts[process] = oldCtx
-		} else {
-			delete(s.contexts, process)
-		}
+		s.setContext(process, oldCtx, hadCtx)
 	})
 	return nil
 }
@@ -372,21 +370,46 @@ func (t *tx) DropContext(_ context.Context, process string) error {
 	if !hadCtx && len(oldU) == 0 {
 		return nil
 	}
-	delete(s.contexts, process)
+	s.setContext(process, nil, false)
 	delete(s.uniqueOf, process)
 	for _, u := range oldU {
 		delete(s.uniques, u)
 	}
 	t.undo = append(t.undo, func() {
-		if hadCtx {
-			s.contexts[process] = oldCtx
-		}
+		s.setContext(process, oldCtx, hadCtx)
 		s.uniqueOf[process] = oldU
 		for _, u := range oldU {
 			s.uniques[u] = process
 		}
 	})
 	return nil
+}
+
+// setContext makes c the executing context of a process (none if !has),
+// in the index by pair too; the caller holds mu.
+func (s *Store) setContext(process string, c map[string]string, has bool) {
+	for k, v := range s.contexts[process] {
+		pair := k + "\x00" + v
+		if ps := s.byPair[pair]; ps != nil {
+			if delete(ps, process); len(ps) == 0 {
+				delete(s.byPair, pair)
+			}
+		}
+	}
+	if !has {
+		delete(s.contexts, process)
+		return
+	}
+	s.contexts[process] = c
+	for k, v := range c {
+		pair := k + "\x00" + v
+		ps := s.byPair[pair]
+		if ps == nil {
+			ps = map[string]struct{}{}
+			s.byPair[pair] = ps
+		}
+		ps[process] = struct{}{}
+	}
 }
 
 func copyProc(p *store.Process, withSnapshot bool) *store.Process {
@@ -548,17 +571,34 @@ func (s *Store) FindByContext(_ context.Context, match map[string]string, limit 
 	if s.closed {
 		return nil, errClosed
 	}
+	// The processes with the rarest pair asked for are the candidates
+	// (every executing process when no pair is asked for).
+	var candidates map[string]struct{}
+	for k, v := range match {
+		ps := s.byPair[k+"\x00"+v]
+		if candidates == nil || len(ps) < len(candidates) {
+			candidates = ps
+		}
+		if len(ps) == 0 {
+			return nil, nil
+		}
+	}
 	var out []string
-	for id, c := range s.contexts {
-		ok := true
+	check := func(id string, c map[string]string) {
 		for k, v := range match {
 			if cv, has := c[k]; !has || cv != v {
-				ok = false
-				break
+				return
 			}
 		}
-		if ok {
-			out = append(out, id)
+		out = append(out, id)
+	}
+	if len(match) == 0 {
+		for id, c := range s.contexts {
+			check(id, c)
+		}
+	} else {
+		for id := range candidates {
+			check(id, s.contexts[id])
 		}
 	}
 	sort.Strings(out)
