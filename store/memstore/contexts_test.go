@@ -15,9 +15,8 @@ import (
 // context customer=c<i mod 10>, order=o<i>.
 func withContexts(tb testing.TB, n int) *memstore.Store {
 	s := memstore.New()
-	ctx := context.Background()
 	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	update(tb, s, func(ctx context.Context, tx store.Tx) error {
 		for i := range n {
 			id := fmt.Sprintf("p%06d", i)
 			if err := tx.PutProcess(ctx, &store.Process{ID: id, Root: id, Definition: "d", Version: 1, State: "executing", CreatedAt: t0, UpdatedAt: t0}); err != nil {
@@ -30,9 +29,6 @@ func withContexts(tb testing.TB, n int) *memstore.Store {
 		}
 		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return s
 }
 

@@ -19,20 +19,14 @@ func inboxWith(tb testing.TB, roots, n int, t0 time.Time) (*memstore.Store, []st
 	for i := range ids {
 		ids[i] = fmt.Sprintf("r%04d", i)
 		p := &store.Process{ID: ids[i], Root: ids[i], Definition: "d", Version: 1, State: "executing", CreatedAt: t0, UpdatedAt: t0}
-		if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutProcess(ctx, p) }); err != nil {
-			tb.Fatal(err)
-		}
+		update(tb, s, func(ctx context.Context, tx store.Tx) error { return tx.PutProcess(ctx, p) })
 	}
 	for i := range n {
 		c := &store.Command{Root: ids[i%roots], Payload: []byte("{}"), EnqueuedAt: t0}
 		if err := s.Enqueue(ctx, c); err != nil {
 			tb.Fatal(err)
 		}
-		if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-			return tx.FinishCommand(ctx, c.Seq, []byte("{}"), t0)
-		}); err != nil {
-			tb.Fatal(err)
-		}
+		update(tb, s, func(ctx context.Context, tx store.Tx) error { return tx.FinishCommand(ctx, c.Seq, []byte("{}"), t0) })
 	}
 	return s, ids
 }

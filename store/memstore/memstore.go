@@ -32,7 +32,7 @@ type Store struct {
 	leases   map[string]map[int]time.Time          // process -> token -> end of lease
 	failures map[string]map[int]store.TimerFailure // process -> token -> last failure
 	contexts map[string]map[string]string          // process -> executing context
-	byPair   map[string]map[string]struct{}        // key\x00value -> executing processes with it
+	byPair   processIndex                          // key\x00value -> executing processes with it
 	kept     map[string]map[string]string          // process -> context, executing or not (for listings)
 	uniques  map[string]string                     // key\x00value -> process
 	uniqueOf map[string][]string                   // process -> unique entries
@@ -62,7 +62,7 @@ func New() *Store {
 		leases:   map[string]map[int]time.Time{},
 		failures: map[string]map[int]store.TimerFailure{},
 		contexts: map[string]map[string]string{},
-		byPair:   map[string]map[string]struct{}{},
+		byPair:   processIndex{},
 		kept:     map[string]map[string]string{},
 		uniques:  map[string]string{},
 		uniqueOf: map[string][]string{},
@@ -389,12 +389,7 @@ func (t *tx) DropContext(_ context.Context, process string) error {
 // in the index by pair too; the caller holds mu.
 func (s *Store) setContext(process string, c map[string]string, has bool) {
 	for k, v := range s.contexts[process] {
-		pair := k + "\x00" + v
-		if ps := s.byPair[pair]; ps != nil {
-			if delete(ps, process); len(ps) == 0 {
-				delete(s.byPair, pair)
-			}
-		}
+		s.byPair.remove(k+"\x00"+v, process)
 	}
 	if !has {
 		delete(s.contexts, process)
@@ -402,13 +397,7 @@ func (s *Store) setContext(process string, c map[string]string, has bool) {
 	}
 	s.contexts[process] = c
 	for k, v := range c {
-		pair := k + "\x00" + v
-		ps := s.byPair[pair]
-		if ps == nil {
-			ps = map[string]struct{}{}
-			s.byPair[pair] = ps
-		}
-		ps[process] = struct{}{}
+		s.byPair.add(k+"\x00"+v, process)
 	}
 }
 

@@ -15,7 +15,7 @@ type messageRows struct {
 	corr map[string][]store.Correlation // by process
 	// waiters are the processes with a correlation, by what finds it
 	// (corrKey): a message's name and key, a signal's name.
-	waiters map[string]map[string]struct{}
+	waiters processIndex
 	// msgs are the buffered messages by name and key, each list in Seq
 	// order; msgAt finds a message's name and key by its Seq.
 	msgs  map[string]map[string][]store.Message
@@ -141,15 +141,10 @@ func (t *tx) ReplaceCorrelations(_ context.Context, process string, cs []store.C
 // too; the caller holds mu.
 func (m *messageRows) setCorrelations(process string, cs []store.Correlation) {
 	if m.corr == nil {
-		m.corr, m.waiters = map[string][]store.Correlation{}, map[string]map[string]struct{}{}
+		m.corr, m.waiters = map[string][]store.Correlation{}, processIndex{}
 	}
 	for _, c := range m.corr[process] {
-		k := corrKey(c.Kind, c.Name, c.Key)
-		if ps := m.waiters[k]; ps != nil {
-			if delete(ps, process); len(ps) == 0 {
-				delete(m.waiters, k)
-			}
-		}
+		m.waiters.remove(corrKey(c.Kind, c.Name, c.Key), process)
 	}
 	if len(cs) == 0 {
 		delete(m.corr, process)
@@ -157,13 +152,7 @@ func (m *messageRows) setCorrelations(process string, cs []store.Correlation) {
 	}
 	m.corr[process] = cs
 	for _, c := range cs {
-		k := corrKey(c.Kind, c.Name, c.Key)
-		ps := m.waiters[k]
-		if ps == nil {
-			ps = map[string]struct{}{}
-			m.waiters[k] = ps
-		}
-		ps[process] = struct{}{}
+		m.waiters.add(corrKey(c.Kind, c.Name, c.Key), process)
 	}
 }
 

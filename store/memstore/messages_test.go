@@ -15,8 +15,7 @@ import (
 // their own key and for signal "stop".
 func waitingFor(tb testing.TB, n int) *memstore.Store {
 	s := memstore.New()
-	ctx := context.Background()
-	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	update(tb, s, func(ctx context.Context, tx store.Tx) error {
 		for i := range n {
 			id := fmt.Sprintf("p%06d", i)
 			cs := []store.Correlation{
@@ -29,9 +28,6 @@ func waitingFor(tb testing.TB, n int) *memstore.Store {
 		}
 		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return s
 }
 
@@ -196,7 +192,7 @@ func BenchmarkBufferMessage(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			s := memstore.New()
-			err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			update(b, s, func(ctx context.Context, tx store.Tx) error {
 				for i := range n {
 					if err := tx.BufferMessage(ctx, &store.Message{Name: "paid", Key: fmt.Sprint(i), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
 						return err
@@ -204,9 +200,6 @@ func BenchmarkBufferMessage(b *testing.B) {
 				}
 				return nil
 			})
-			if err != nil {
-				b.Fatal(err)
-			}
 			for b.Loop() {
 				err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 					if err := tx.BufferMessage(ctx, &store.Message{Name: "paid", Key: "x", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {

@@ -15,8 +15,7 @@ import (
 // one second apart from t0 on.
 func manyTimers(tb testing.TB, n int, t0 time.Time) *memstore.Store {
 	s := memstore.New()
-	ctx := context.Background()
-	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	update(tb, s, func(ctx context.Context, tx store.Tx) error {
 		for i := range n {
 			id := fmt.Sprintf("p%06d", i)
 			if err := tx.ReplaceTimers(ctx, id, []store.Timer{{Process: id, Root: id, Token: 1, DueAt: t0.Add(time.Duration(i) * time.Second)}}); err != nil {
@@ -25,9 +24,6 @@ func manyTimers(tb testing.TB, n int, t0 time.Time) *memstore.Store {
 		}
 		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return s
 }
 
