@@ -3,7 +3,6 @@ package veena
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/veena-wf/veena/internal/docmatch"
@@ -56,21 +55,6 @@ var ErrMatchInvalid = &kernel.Error{Code: "match_invalid", Msg: "the condition d
 
 var subscriptionNameForm = ident.New("A-Za-z0-9", "A-Za-z0-9._:-", 127)
 
-// matchers caches compiled conditions by their source.
-var matchers sync.Map // string -> *docmatch.Matcher
-
-func matcher(src string) (*docmatch.Matcher, error) {
-	if m, ok := matchers.Load(src); ok {
-		return m.(*docmatch.Matcher), nil
-	}
-	m, err := docmatch.Compile(src)
-	if err != nil {
-		return nil, err
-	}
-	matchers.Store(src, m)
-	return m, nil
-}
-
 func subscriptionOf(s *store.Subscription) *Subscription {
 	return &Subscription{Name: s.Name, Definition: s.Definition, Version: s.Version, Match: s.Match, CreatedAt: s.CreatedAt}
 }
@@ -91,7 +75,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, s Subscription) (*Subsc
 	if _, err := e.definitionGraph(ctx, s.Definition, s.Version); err != nil {
 		return nil, err
 	}
-	if _, err := matcher(s.Match); err != nil {
+	if _, err := docmatch.Cached(s.Match); err != nil {
 		return nil, &kernel.Error{Code: ErrMatchInvalid.Code, Msg: fmt.Sprintf("subscription %s: match: %v", s.Name, err)}
 	}
 	row := &store.Subscription{Name: s.Name, Definition: s.Definition, Version: s.Version, Match: s.Match, CreatedAt: e.clock().UTC()}
@@ -157,7 +141,7 @@ func (e *Engine) SubmitDocument(ctx context.Context, doc Document, user, idempot
 	}
 	res := &DocumentResult{Started: []string{}, Errors: []DocumentError{}}
 	for _, s := range subs {
-		m, err := matcher(s.Match)
+		m, err := docmatch.Cached(s.Match)
 		if err == nil {
 			var ok bool
 			ok, err = m.Match(doc.URI, doc.Collections, doc.Content)

@@ -92,3 +92,43 @@ func (m *Matcher) Match(uri string, collections []string, content any) (bool, er
 	}
 	return b, nil
 }
+
+// MaxCached bounds the compiled conditions Cached keeps: conditions come
+// from API callers, and a cache without a bound would keep every one ever
+// checked, subscriptions deleted or refused included.
+const MaxCached = 1024
+
+// cache holds compiled conditions by source, up to MaxCached of them;
+// when full, a new condition takes the place of one picked at random.
+var cache struct {
+	sync.Mutex
+	m map[string]*Matcher
+}
+
+// Cached is Compile with the compiled conditions kept for the next call
+// with the same source; errors are not kept.
+func Cached(src string) (*Matcher, error) {
+	cache.Lock()
+	m, ok := cache.m[src]
+	cache.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	cache.Lock()
+	defer cache.Unlock()
+	if cache.m == nil {
+		cache.m = map[string]*Matcher{}
+	}
+	if len(cache.m) >= MaxCached {
+		for k := range cache.m { // map order: an entry at random
+			delete(cache.m, k)
+			break
+		}
+	}
+	cache.m[src] = m
+	return m, nil
+}

@@ -1,6 +1,7 @@
 package docmatch
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -64,4 +65,37 @@ func FuzzCompile(f *testing.F) {
 		}
 		_, _ = m.Match("/x", []string{"c"}, map[string]any{"a": int64(1)})
 	})
+}
+
+// TestCachedIsBounded compiles more distinct conditions than the cache
+// holds: it keeps MaxCached of them, each still the right program, and a
+// repeated condition is compiled once.
+func TestCachedIsBounded(t *testing.T) {
+	for i := range MaxCached + 500 {
+		src := fmt.Sprintf("uri == 'doc-%d'", i)
+		m, err := Cached(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Source() != src {
+			t.Fatalf("Cached(%q) gave %q", src, m.Source())
+		}
+	}
+	cache.Lock()
+	n := len(cache.m)
+	cache.Unlock()
+	if n != MaxCached {
+		t.Fatalf("the cache holds %d conditions; want %d", n, MaxCached)
+	}
+	a, _ := Cached("uri == 'again'")
+	b, _ := Cached("uri == 'again'")
+	if a != b {
+		t.Fatal("a repeated condition was compiled again")
+	}
+	if ok, err := b.Match("again", nil, nil); err != nil || !ok {
+		t.Fatalf("the cached condition: %v, %v", ok, err)
+	}
+	if _, err := Cached("uri +"); err == nil {
+		t.Fatal("a condition that does not compile was accepted")
+	}
 }
