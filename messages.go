@@ -168,7 +168,7 @@ func messageWaits(cs []store.Correlation) []int {
 func thrownSignals(q *kernel.Process) []string {
 	var out []string
 	for _, ev := range q.Events {
-		if ev.Type != kernel.NodeTokenCompleted {
+		if ev.EventType() != kernel.NodeTokenCompleted {
 			continue
 		}
 		if id := ev.NodeTokenID(); id >= 0 {

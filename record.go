@@ -110,9 +110,9 @@ func (c *cmd) startRecord(p *kernel.Process, user string, atts []Attachment) {
 		return
 	}
 	seq := int64(0)
-	for _, ev := range p.Events {
-		if ev.Type == kernel.ProcessStarted {
-			seq = ev.Seq
+	for i := range p.Events {
+		if p.Events[i].EventType() == kernel.ProcessStarted {
+			seq = p.Event(i).Seq
 			break
 		}
 	}

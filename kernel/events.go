@@ -169,21 +169,36 @@ const (
 )
 
 // EventRecord is one execution event as a process keeps it in Events:
-// 40 bytes and no pointers, so that the event log, most of what a command
+// 24 bytes and no pointers, so that the event log, most of what a command
 // allocates, costs the garbage collector nothing to scan and the engine no
-// write barrier to fill. Event is the same with its process, to read it by.
+// write barrier to fill. Its sequence number is its place in the log
+// (Process.Event works it out). Event is the same with its process and
+// sequence number, to read it by.
 type EventRecord struct {
-	Seq  int64 // 1-based position in the process's event log
-	Type EventType
 	at   int64 // unix nanoseconds
 	node int32 // index+1 of the node token, 0 for none
 	arc  int32 // index+1 of the arc token, 0 for none
 	// names is 0 for no names, -1 for the default arc, n for
 	// Process.eventNames[n-1].
 	names int32
-	// ExitArcs is the number of arcs a NODE_TOKEN_COMPLETED token left on.
-	ExitArcs int32
+	// kind is the event type's bit index in its low 6 bits and, above
+	// them, the number of arcs a NODE_TOKEN_COMPLETED token left on.
+	kind uint32
 }
+
+// maxExits is the most exit arcs an event record counts: a completion on
+// more arcs counts this many.
+const maxExits = 1<<26 - 1
+
+func newEventRecord(typ EventType, exits int, at int64) EventRecord {
+	return EventRecord{at: at, kind: uint32(min(exits, maxExits))<<6 | uint32(typ.Index())&63}
+}
+
+// EventType is the event's type.
+func (r *EventRecord) EventType() EventType { return 1 << (r.kind & 63) }
+
+// Exits is the number of arcs a NODE_TOKEN_COMPLETED token left on.
+func (r *EventRecord) Exits() int { return int(r.kind >> 6) }
 
 // NodeTokenID is the ID (index in Process.NodeTokens) of the node token the
 // event is about, or -1.
@@ -201,6 +216,10 @@ func (r *EventRecord) At() time.Time { return time.Unix(0, r.at).UTC() }
 type Event struct {
 	EventRecord
 	Process *Process
+	Seq     int64 // 1-based position in the process's event log
+	Type    EventType
+	// ExitArcs is the number of arcs a NODE_TOKEN_COMPLETED token left on.
+	ExitArcs int
 }
 
 // NodeToken is the node token the event is about, or nil.

@@ -1192,8 +1192,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	}
 	p.Events = extend(p.Events)
 	ev := &p.Events[len(p.Events)-1]
-	ev.Seq, ev.Type, ev.ExitArcs, ev.at = p.EventSeq, typ, int32(exits), e.at
-	ev.node, ev.arc, ev.names = 0, 0, 0
+	*ev = newEventRecord(typ, exits, e.at)
 	if t != nil {
 		ev.node = int32(t.ID + 1)
 	}

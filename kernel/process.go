@@ -314,7 +314,10 @@ func (p *Process) allocArcToken() *ArcToken {
 }
 
 // Event is p.Events[i] with its process, to read its tokens and names by.
-func (p *Process) Event(i int) Event { return Event{p.Events[i], p} }
+func (p *Process) Event(i int) Event {
+	r := &p.Events[i]
+	return Event{EventRecord: *r, Process: p, Seq: p.EventSeq - int64(len(p.Events)-i) + 1, Type: r.EventType(), ExitArcs: r.Exits()}
+}
 
 // EventList is every event in p.Events with its process.
 func (p *Process) EventList() []Event {

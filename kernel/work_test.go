@@ -58,7 +58,7 @@ func kinds(efs []Effect) string {
 // current command, or nil.
 func eventAt(p *Process, seq int64) *Event {
 	for i := range p.Events {
-		if p.Events[i].Seq == seq {
+		if p.Event(i).Seq == seq {
 			ev := p.Event(i)
 			return &ev
 		}
