@@ -158,7 +158,7 @@ func (c *cmd) effects(q *kernel.Process) {
 			}
 			row := store.Job{
 				ID: workID(q.ID, 'j', ef.Seq), Process: q.ID, Token: tok.ID, Node: tok.Node.Name, Definition: q.Graph.Name,
-				Type: spec.Type, State: store.JobOpen, Retries: spec.Retries, Headers: headers, Env: jsonObject(spec.Env),
+				Type: spec.Type, State: store.JobOpen, Retries: spec.Retries, Headers: headers, Env: jsonObject(spec.Variables()),
 				DueAt: now, CreatedAt: now,
 			}
 			c.putJob(&row)

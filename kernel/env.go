@@ -1,6 +1,9 @@
 package kernel
 
-import "sort"
+import (
+	"sort"
+	"sync/atomic"
+)
 
 // Env is a set of named attributes: persistent ones, which are stored with
 // the process, and transient ones (any Go value), which live only in memory
@@ -25,7 +28,11 @@ type Env struct {
 type envData struct {
 	attrs     map[string]Value
 	transient map[string]any
-	shared    bool // held by more than one Env (or saved by a journal): copy before writing
+	// shared is set once the attributes are held by more than one Env (or
+	// saved by a journal): they are copied before a write. It is atomic
+	// because sharing marks attributes that other goroutines may be
+	// reading, such as those a process is started with.
+	shared atomic.Bool
 }
 
 // NewEnv returns an empty environment.
@@ -42,10 +49,17 @@ func (e *Env) own() *envData {
 	switch {
 	case e.d == nil:
 		e.d = &envData{}
-	case e.d.shared:
+	case e.d.shared.Load():
 		e.d = e.d.clone()
 	}
 	return e.d
+}
+
+// share marks d as held by more than one Env.
+func (d *envData) share() {
+	if d != nil && !d.shared.Load() {
+		d.shared.Store(true)
+	}
 }
 
 func (d *envData) clone() *envData {
@@ -243,9 +257,7 @@ func (e *Env) Share() *Env {
 	if e == nil {
 		return nil
 	}
-	if e.d != nil {
-		e.d.shared = true
-	}
+	e.d.share()
 	return &Env{d: e.d}
 }
 

@@ -176,9 +176,7 @@ func (j *journal) saveArc(a *ArcToken) {
 // as they are.
 func (j *journal) saveEnv(e *Env) {
 	e.epoch = j.epoch
-	if e.d != nil {
-		e.d.shared = true
-	}
+	e.d.share()
 	j.envs = append(j.envs, envSave{e, *e})
 }
 

@@ -371,7 +371,8 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 	p.ID, p.Graph, p.State, p.Parent, p.ParentToken = e.k.NewID(), g, Created, parent, parentToken
 	p.CreatedAt, p.UpdatedAt, p.Dirty, p.epoch = e.now, e.now, true, e.j.epoch
 	if d := env.data(); d != nil {
-		pe.env.d = d.clone() // a copy of env, as Env.Clone makes
+		d.share() // a copy of env, made when either is written
+		pe.env.d = d
 	}
 	p.Env = pe.env.adopt(p, e.j.epoch)
 	if parent == nil && e.j.epoch != 0 {

@@ -510,26 +510,29 @@ func (f FullEnv) RemoveTransient(name string) {
 
 // Map returns the merged persistent attributes (process, then token over
 // it) as a new map, nil when there are none.
-func (f FullEnv) Map() map[string]Value {
-	pd, td := f.t.Process.Env.data(), f.t.Env.data()
+func (f FullEnv) Map() map[string]Value { return mergedAttrs(f.t.Process.Env.data(), f.t.Env.data()) }
+
+// mergedAttrs is the persistent attributes of under with those of over
+// over them, as a new map, nil when there are none.
+func mergedAttrs(under, over *envData) map[string]Value {
 	n := 0
-	if pd != nil {
-		n += len(pd.attrs)
+	if under != nil {
+		n += len(under.attrs)
 	}
-	if td != nil {
-		n += len(td.attrs)
+	if over != nil {
+		n += len(over.attrs)
 	}
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]Value, n)
-	if pd != nil {
-		for k, v := range pd.attrs {
+	if under != nil {
+		for k, v := range under.attrs {
 			m[k] = v
 		}
 	}
-	if td != nil {
-		for k, v := range td.attrs {
+	if over != nil {
+		for k, v := range over.attrs {
 			m[k] = v
 		}
 	}

@@ -55,8 +55,22 @@ type JobSpec struct {
 	// opens (at least 1 is usual; 0 means 3).
 	Retries int
 	// Env is what the worker gets as variables; nil means the token's
-	// full environment.
+	// full environment as it was when the job was offered (Variables).
 	Env map[string]Value
+
+	// offered holds the process's and the token's attributes when the job
+	// was offered with no Env, shared copy-on-write: later writes leave
+	// them as they were, and the map is only made for a caller that asks.
+	offered [2]*envData
+}
+
+// Variables is what the worker gets: Env, or else the token's full
+// environment as it was when the job was offered.
+func (s *JobSpec) Variables() map[string]Value {
+	if s.Env != nil {
+		return s.Env
+	}
+	return mergedAttrs(s.offered[0], s.offered[1])
 }
 
 // DefaultJobRetries is the retries of a job whose spec gives none.
@@ -207,7 +221,10 @@ func (e *Engine) OfferJob(t *NodeToken, spec JobSpec) error {
 			spec.Retries = DefaultJobRetries
 		}
 		if spec.Env == nil {
-			spec.Env = t.FullEnv().Map()
+			pd, td := t.Process.Env.data(), t.Env.data()
+			pd.share()
+			td.share()
+			spec.offered = [2]*envData{pd, td}
 		}
 		e.mutN(t)
 		t.Work |= HoldsJob

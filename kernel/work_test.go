@@ -399,3 +399,81 @@ func TestFailedCommandKeepsWork(t *testing.T) {
 		t.Fatalf("the failed command left effects: %s", kinds(efs))
 	}
 }
+
+// A job offered with no variables of its own gets the token's full
+// environment as it was when offered: writes after the offer, to the
+// process's or the token's attributes, do not reach it, and neither do
+// writes to the environment the process was started with.
+func TestJobVariablesAsOffered(t *testing.T) {
+	k := testKernel()
+	g := mkGraph(t, "g",
+		N{Name: "s", Start: true, Arcs: []string{"charge"}},
+		N{Name: "charge", Type: graph.TypeWait, Arcs: []string{"e"}, Custom: jobEl("card")},
+		N{Name: "e"})
+	env := NewEnv()
+	env.Set("amount", String("12"))
+	env.Set("currency", String("EUR"))
+	p := start(t, k, g, env)
+	env.Set("amount", String("0")) // the caller's env is the caller's
+	if v, _ := p.Env.Get("amount"); v != String("12") {
+		t.Fatalf("the process's amount is %v after a write to the env it started with", v)
+	}
+	efs := effects(p)
+	if kinds(efs) != "job charge" {
+		t.Fatalf("effects: %s", kinds(efs))
+	}
+	job := efs[0].Job
+	tok := token(t, p, "charge")
+	e := k.Engine(t0)
+	err := e.Run(p, func() {
+		p.Env.Set("amount", String("99"))
+		tok.writableEnv().Set("currency", String("USD"))
+		tok.writableEnv().Set("extra", String("x"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := p.Env.Get("amount"); v != String("99") {
+		t.Fatalf("the process's amount is %v after the write", v)
+	}
+	got := job.Variables()
+	if len(got) != 2 || got["amount"] != String("12") || got["currency"] != String("EUR") {
+		t.Errorf("job variables %v; want amount 12 and currency EUR, as offered", got)
+	}
+	// Variables of its own are what the job gets.
+	own := JobSpec{Type: "x", Env: map[string]Value{"k": String("v")}}
+	if v := own.Variables(); len(v) != 1 || v["k"] != String("v") {
+		t.Errorf("a job's own variables: %v", v)
+	}
+}
+
+// The same holds for writes later in the command that offers the job.
+func TestJobVariablesAsOfferedInOneCommand(t *testing.T) {
+	k := testKernel()
+	g := mkGraph(t, "g",
+		N{Name: "s", Start: true, Arcs: []string{"w"}},
+		N{Name: "w", Type: graph.TypeWait, Arcs: []string{"e"}},
+		N{Name: "e"})
+	env := NewEnv()
+	env.Set("amount", String("12"))
+	p := start(t, k, g, env)
+	w := token(t, p, "w")
+	e := k.Engine(t0)
+	err := e.Run(p, func() {
+		p.Env.Set("amount", String("50"))
+		if err := e.OfferJob(w, JobSpec{Type: "t"}); err != nil {
+			e.Fail(err)
+		}
+		p.Env.Set("amount", String("99"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	efs := effects(p)
+	if kinds(efs) != "job w" {
+		t.Fatalf("effects: %s", kinds(efs))
+	}
+	if got := efs[0].Job.Variables(); got["amount"] != String("50") {
+		t.Errorf("job variables %v; want amount 50, as offered", got)
+	}
+}
