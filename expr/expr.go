@@ -260,15 +260,21 @@ func TypeName(v any) string {
 
 // Budget counts the steps of one evaluation and watches its clock. The
 // language evaluators call Step for every node they evaluate and every
-// element they iterate.
+// element they iterate. The clock starts at its first reading, after
+// clockSteps steps: most evaluations (a condition, a mapping) take fewer
+// and never read it.
 type Budget struct {
 	left     int
-	deadline time.Time
 	checks   int
+	timeout  time.Duration
+	deadline time.Time // zero until the clock's first reading
 }
 
+// clockSteps is how many steps go between readings of the clock.
+const clockSteps = 256
+
 // NewBudget starts the budget of one evaluation.
-func NewBudget(env Env) *Budget {
+func NewBudget(env Env) Budget {
 	cost := env.Cost
 	if cost <= 0 {
 		cost = DefaultCost
@@ -277,7 +283,7 @@ func NewBudget(env Env) *Budget {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Budget{left: cost, deadline: time.Now().Add(timeout)}
+	return Budget{left: cost, timeout: timeout}
 }
 
 // Step spends n steps; it fails once the budget or the time is used up.
@@ -287,9 +293,13 @@ func (b *Budget) Step(n int) error {
 		return ErrCost
 	}
 	b.checks += n
-	if b.checks >= 256 {
+	if b.checks >= clockSteps {
 		b.checks = 0
-		if time.Now().After(b.deadline) {
+		now := time.Now()
+		switch {
+		case b.deadline.IsZero():
+			b.deadline = now.Add(b.timeout)
+		case now.After(b.deadline):
 			return ErrTimeout
 		}
 	}

@@ -73,7 +73,7 @@ func (s *scope) get(name string) (any, bool) {
 }
 
 type evaluator struct {
-	budget *expr.Budget
+	budget expr.Budget
 	now    time.Time
 }
 

@@ -498,7 +498,7 @@ type evalError struct {
 func (e *evalError) Error() string { return e.msg }
 
 type evaluator struct {
-	budget *expr.Budget
+	budget expr.Budget
 	vars   expr.Vars
 }
 
