@@ -148,7 +148,7 @@ func (e *Engine) Process(ctx context.Context, id string) (*Process, error) {
 		tf := TimerFailure{Token: inc.NodeToken, Incident: inc.ID, Message: inc.Message, At: inc.CreatedAt.UTC(), Attempts: 1}
 		if _, idx, err := parseNodeTokenID(inc.NodeToken); err == nil && idx < len(p.NodeTokens) {
 			t := p.NodeTokens[idx]
-			tf.Node, tf.DueAt = t.Node.QualifiedName(), t.DelayUntil.UTC()
+			tf.Node, tf.DueAt = t.Node.QualifiedName(), t.DelayUntil()
 		}
 		out.TimerFailures = append(out.TimerFailures, tf)
 	}

@@ -259,7 +259,7 @@ func (o *op) bind(res *outcome) commandFunc {
 				return p, ke.Woken(tok, kernel.WakeResult{Key: w.Key})
 			}
 			// A delayed token whose guard failed waits for its incident.
-			if tok.DelayUntil.After(ke.Now()) || tok.Holds(kernel.HoldsIncident) {
+			if tok.DelayUntil().After(ke.Now()) || tok.Holds(kernel.HoldsIncident) {
 				return nil, errNoChange
 			}
 			return p, ke.ReevaluateDelayedToken(tok)

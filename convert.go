@@ -140,7 +140,7 @@ func nodeTokenOf(t *kernel.NodeToken) NodeToken {
 	p := t.Process
 	x := NodeToken{ID: nodeTokenID(p.ID, t.ID), Process: p.ID, Node: t.Node.Name, External: t.Node.ExternalName(),
 		Complete: t.Complete, ExecutionType: t.ExecType.String(), TokenSets: setRefs(p, t.Sets),
-		Env: t.Env.Map(), CreatedAt: t.CreatedAt, Parents: []string{}, Children: []string{}}
+		Env: t.Env.Map(), CreatedAt: t.CreatedAt(), Parents: []string{}, Children: []string{}}
 	if t.GuardAction != kernel.GuardNone {
 		s := t.GuardAction.String()
 		x.GuardAction = &s
@@ -151,12 +151,10 @@ func nodeTokenOf(t *kernel.NodeToken) NodeToken {
 	for _, a := range t.Children {
 		x.Children = append(x.Children, arcTokenID(p.ID, a.ID))
 	}
-	if t.Complete && !t.CompletedAt.IsZero() {
-		c := t.CompletedAt
+	if c := t.CompletedAt(); t.Complete && !c.IsZero() {
 		x.CompletedAt = &c
 	}
-	if t.GuardAction == kernel.Delay && !t.Complete && !t.DelayUntil.IsZero() {
-		d := t.DelayUntil
+	if d := t.DelayUntil(); t.GuardAction == kernel.Delay && !t.Complete && !d.IsZero() {
 		x.DelayUntil = &d
 	}
 	return x

@@ -1050,7 +1050,7 @@ func (p *plan) prepare(e *Engine) error {
 			if q.State == kernel.Executing {
 				for _, tok := range q.NodeTokens {
 					if isDelayed(tok) {
-						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil})
+						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: tok.DelayUntil()})
 					} else if work := e.k.WakeOf(tok); work != nil {
 						w.timers = append(w.timers, store.Timer{Process: q.ID, Root: rec.Root, Token: tok.ID, DueAt: work.Due})
 						if work.RunNow && work.Runner != "" && before.works[tok.ID] != work.Key {

@@ -336,7 +336,7 @@ func metricsOf(p *kernel.Process) []Metric {
 		switch {
 		case t.Complete:
 			ok := t.ExecType == kernel.Forward && (len(t.Children) > 0 || len(t.Node.OutArcs()) == 0 || t.GuardAction == kernel.Discard)
-			list = append(list, done{t, t.CompletedAt, t.CompleteSeq, ok})
+			list = append(list, done{t, t.CompletedAt(), t.CompleteSeq, ok})
 		case p.State == kernel.Canceled:
 			list = append(list, done{t, p.UpdatedAt, 1 << 62, false})
 		}
@@ -345,8 +345,8 @@ func metricsOf(p *kernel.Process) []Metric {
 	out := make([]Metric, len(list))
 	for i, d := range list {
 		name, label, _ := nodeInfo(p, d.t.ID)
-		out[i] = Metric{Node: name, Label: label, NodeToken: nodeTokenID(p.ID, d.t.ID), Start: d.t.CreatedAt, Finish: d.at,
-			DurationMs: d.at.Sub(d.t.CreatedAt).Milliseconds(), Success: d.ok}
+		out[i] = Metric{Node: name, Label: label, NodeToken: nodeTokenID(p.ID, d.t.ID), Start: d.t.CreatedAt(), Finish: d.at,
+			DurationMs: d.at.Sub(d.t.CreatedAt()).Milliseconds(), Success: d.ok}
 	}
 	return out
 }

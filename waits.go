@@ -201,15 +201,13 @@ func waitsOf(p *kernel.Process) (ws []waitRecord, nodes []string, stalled bool) 
 		if !t.Active() || t.Complete {
 			continue
 		}
-		w := waitRecord{Node: t.Node.Name, External: t.Node.ExternalName(), Kind: WaitToken, Token: t.ID, Since: t.CreatedAt.UnixNano()}
+		w := waitRecord{Node: t.Node.Name, External: t.Node.ExternalName(), Kind: WaitToken, Token: t.ID, Since: t.CreatedNs}
 		switch {
 		case t.Holds(kernel.HoldsIncident):
 			w.Kind = WaitIncident
 		case t.GuardAction == kernel.Delay:
 			w.Kind = WaitDelayed
-			if !t.DelayUntil.IsZero() {
-				w.Until = t.DelayUntil.UnixNano()
-			}
+			w.Until = t.DelayUntilNs
 		case t.Node.Type == graph.TypeNested:
 			w.Kind = WaitNested
 		}
@@ -228,7 +226,7 @@ func waitsOf(p *kernel.Process) (ws []waitRecord, nodes []string, stalled bool) 
 			continue
 		}
 		joins[to] = len(ws)
-		ws = append(ws, waitRecord{Node: to.Name, External: to.ExternalName(), Kind: WaitJoin, Token: -1, Since: a.CreatedAt.UnixNano(), Arcs: 1})
+		ws = append(ws, waitRecord{Node: to.Name, External: to.ExternalName(), Kind: WaitJoin, Token: -1, Since: a.CreatedNs, Arcs: 1})
 		nodes = append(nodes, to.QualifiedName())
 	}
 	slices.Sort(nodes)

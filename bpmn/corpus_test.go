@@ -64,8 +64,8 @@ func drive(t *testing.T, r *run, answers map[string]map[string]any, answer func(
 			return strings.Join(log, " "), fmt.Errorf("incidents at %v: %s", incidents, strings.Join(msgs, "; "))
 		}
 		e := r.engine()
-		sort.SliceStable(delayed, func(i, j int) bool { return delayed[i].DelayUntil.Before(delayed[j].DelayUntil) })
-		dueNow := len(delayed) > 0 && !delayed[0].DelayUntil.After(r.now)
+		sort.SliceStable(delayed, func(i, j int) bool { return delayed[i].DelayUntilNs < delayed[j].DelayUntilNs })
+		dueNow := len(delayed) > 0 && !delayed[0].DelayUntil().After(r.now)
 		switch {
 		case len(work) > 0 && !dueNow:
 			tok := work[0]
@@ -91,7 +91,7 @@ func drive(t *testing.T, r *run, answers map[string]map[string]any, answer func(
 				return strings.Join(log, " "), err
 			}
 		case len(delayed) > 0:
-			due := delayed[0].DelayUntil
+			due := delayed[0].DelayUntil()
 			if due.After(r.now) {
 				r.now = due
 			}

@@ -204,10 +204,10 @@ func newTimerEvent(ev *bpmn.Event) *timerEvent {
 // (the engine firing the delay) let it through once due.
 func (te *timerEvent) guard(e *kernel.Engine, t *kernel.NodeToken) kernel.GuardResult {
 	if t.DelayCount > 0 && t.Note("timerFailed") == "" {
-		if !t.DelayUntil.After(e.Now()) {
+		if !t.DelayUntil().After(e.Now()) {
 			return kernel.GuardResult{Action: kernel.Accept}
 		}
-		return kernel.GuardResult{Action: kernel.Delay, Until: t.DelayUntil}
+		return kernel.GuardResult{Action: kernel.Delay, Until: t.DelayUntil()}
 	}
 	if t.DelayCount == 0 {
 		// A timer that cannot be evaluated on entry is due at once: the
@@ -295,7 +295,7 @@ func (te *timerEvent) rearm(e *kernel.Engine, t *kernel.NodeToken, notes map[str
 		return
 	}
 	tm := te.parse(e, t)
-	prev := t.DelayUntil
+	prev := t.DelayUntil()
 	if prev.IsZero() {
 		prev = e.Now()
 	}

@@ -252,7 +252,7 @@ func (r *run) advance(d time.Duration) *run {
 				return
 			}
 			for _, t := range q.NodeTokens {
-				if t.Active() && !t.Complete && t.GuardAction == kernel.Delay && !t.DelayUntil.After(r.now) {
+				if t.Active() && !t.Complete && t.GuardAction == kernel.Delay && !t.DelayUntil().After(r.now) {
 					due = append(due, t)
 				}
 			}
@@ -260,8 +260,8 @@ func (r *run) advance(d time.Duration) *run {
 		if len(due) == 0 {
 			return r
 		}
-		sort.SliceStable(due, func(i, j int) bool { return due[i].DelayUntil.Before(due[j].DelayUntil) })
-		if err := r.k.Engine(due[0].DelayUntil).ReevaluateDelayedToken(due[0]); err != nil {
+		sort.SliceStable(due, func(i, j int) bool { return due[i].DelayUntilNs < due[j].DelayUntilNs })
+		if err := r.k.Engine(due[0].DelayUntil()).ReevaluateDelayedToken(due[0]); err != nil {
 			r.t.Fatalf("timer at %s: %v", due[0].Node.Name, err)
 		}
 	}

@@ -500,8 +500,8 @@ func TestStaticTimers(t *testing.T) {
 	for _, at := range []time.Duration{0, 25 * time.Minute} {
 		r.now = t0.Add(at)
 		r.start(nil)
-		if w := r.active("w"); !w.DelayUntil.Equal(r.now.Add(time.Hour)) {
-			t.Errorf("started at %s: due %s, want an hour later", r.now, w.DelayUntil)
+		if w := r.active("w"); !w.DelayUntil().Equal(r.now.Add(time.Hour)) {
+			t.Errorf("started at %s: due %s, want an hour later", r.now, w.DelayUntil())
 		}
 		r.advance(time.Hour)
 		r.state("completed")
@@ -510,8 +510,8 @@ func TestStaticTimers(t *testing.T) {
 	for range 2 {
 		bad.start(nil)
 		w := bad.active("w")
-		if w.Note("timerFailed") == "" || !w.DelayUntil.Equal(bad.now) {
-			t.Fatalf("a timer that does not read: notes %v, due %s; want it failed and due now", w.Notes, w.DelayUntil)
+		if w.Note("timerFailed") == "" || !w.DelayUntil().Equal(bad.now) {
+			t.Fatalf("a timer that does not read: notes %v, due %s; want it failed and due now", w.Notes, w.DelayUntil())
 		}
 		err := bad.engine().ReevaluateDelayedToken(w)
 		if err == nil || !strings.Contains(err.Error(), `timer "PT1 hour"`) {

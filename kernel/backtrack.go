@@ -280,7 +280,7 @@ func (b *backtracker) newToken(t *NodeToken, x ExecutionType, parents []*ArcToke
 		Node:      t.Node,
 		Parents:   parents,
 		ExecType:  x,
-		CreatedAt: e.now,
+		CreatedNs: e.at,
 		Env:       inheritEnv(t.Parents).adopt(p, e.j.epoch),
 		epoch:     e.j.epoch,
 	}

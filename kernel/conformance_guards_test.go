@@ -115,8 +115,8 @@ func TestConformanceDelay(t *testing.T) {
 			if len(ds) != 1 || ds[0].Node.Name != "B" {
 				h.t.Fatalf("delayed tokens %v, want B", ds)
 			}
-			if ds[0].DelayCount != count || !ds[0].DelayUntil.Equal(t0.Add(time.Hour)) {
-				h.t.Fatalf("B delay count %d until %s, want %d until %s", ds[0].DelayCount, ds[0].DelayUntil, count, t0.Add(time.Hour))
+			if ds[0].DelayCount != count || !ds[0].DelayUntil().Equal(t0.Add(time.Hour)) {
+				h.t.Fatalf("B delay count %d until %s, want %d until %s", ds[0].DelayCount, ds[0].DelayUntil(), count, t0.Add(time.Hour))
 			}
 		}
 	}

@@ -209,7 +209,7 @@ func (r *EventRecord) NodeTokenID() int { return int(r.node) - 1 }
 func (r *EventRecord) ArcTokenID() int { return int(r.arc) - 1 }
 
 // At is when the event fired (the command's time).
-func (r *EventRecord) At() time.Time { return time.Unix(0, r.at).UTC() }
+func (r *EventRecord) At() time.Time { return nsTime(r.at) }
 
 // Event is an execution event with the process it belongs to: what
 // listeners are told, and what Process.Event reads out of Events.

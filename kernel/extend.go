@@ -214,7 +214,7 @@ func (e *Engine) DiscardArcToken(a *ArcToken) error {
 		e.mutP(a.Process)
 		a.Pending = false
 		a.Complete = true
-		a.CompletedAt = e.now
+		a.CompletedNs = e.at
 		a.Process.Dirty = true
 		e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
 	})

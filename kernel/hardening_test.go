@@ -273,7 +273,7 @@ func fingerprint(p *Process) string {
 		envs("process", q.Env)
 		for _, t := range q.NodeTokens {
 			fmt.Fprintf(&b, "n%d %s complete=%v active=%v guard=%s exec=%s delay=%v/%d children=%d parents=%d sets=%v\n",
-				t.ID, t.Node.Name, t.Complete, t.Active(), t.GuardAction, t.ExecType, t.DelayUntil, t.DelayCount, len(t.Children), len(t.Parents), len(t.Sets))
+				t.ID, t.Node.Name, t.Complete, t.Active(), t.GuardAction, t.ExecType, t.DelayUntil(), t.DelayCount, len(t.Children), len(t.Parents), len(t.Sets))
 			envs(fmt.Sprintf("n%d", t.ID), t.Env)
 		}
 		for _, a := range q.ArcTokens {

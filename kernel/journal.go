@@ -87,8 +87,8 @@ type nodeSave struct {
 	children    []*ArcToken
 	parents     []*ArcToken
 	env         *Env
-	completedAt time.Time
-	delayUntil  time.Time
+	completedAt int64
+	delayUntil  int64
 	completeSeq int64
 	delayCount  int
 	work        WorkFlags
@@ -103,7 +103,7 @@ type arcSave struct {
 	a           *ArcToken
 	child       *NodeToken
 	nextWaiting *ArcToken
-	completedAt time.Time
+	completedAt int64
 	exec        ExecutionType
 	pending     bool
 	complete    bool
@@ -158,7 +158,7 @@ func (j *journal) saveNode(t *NodeToken) {
 	s := &j.nodes[len(j.nodes)-1]
 	// Every field of s is assigned: it may hold an older command's save.
 	s.t, s.children, s.parents, s.env, s.notes = t, t.Children, t.Parents, t.Env, t.Notes
-	s.completedAt, s.delayUntil, s.completeSeq, s.delayCount, s.work = t.CompletedAt, t.DelayUntil, t.CompleteSeq, t.DelayCount, t.Work
+	s.completedAt, s.delayUntil, s.completeSeq, s.delayCount, s.work = t.CompletedNs, t.DelayUntilNs, t.CompleteSeq, t.DelayCount, t.Work
 	s.guard, s.exec, s.complete, s.active = t.GuardAction, t.ExecType, t.Complete, t.active
 }
 
@@ -167,7 +167,7 @@ func (j *journal) saveArc(a *ArcToken) {
 	j.arcs = extend(j.arcs)
 	s := &j.arcs[len(j.arcs)-1]
 	// Every field of s is assigned: it may hold an older command's save.
-	s.a, s.child, s.nextWaiting, s.completedAt = a, a.Child, a.nextWaiting, a.CompletedAt
+	s.a, s.child, s.nextWaiting, s.completedAt = a, a.Child, a.nextWaiting, a.CompletedNs
 	s.exec, s.pending, s.complete, s.active = a.ExecType, a.Pending, a.Complete, a.active
 }
 
@@ -188,14 +188,14 @@ func (j *journal) rollback() {
 	for i := len(j.arcs) - 1; i >= 0; i-- {
 		s := &j.arcs[i]
 		a := s.a
-		a.Child, a.nextWaiting, a.CompletedAt, a.ExecType = s.child, s.nextWaiting, s.completedAt, s.exec
+		a.Child, a.nextWaiting, a.CompletedNs, a.ExecType = s.child, s.nextWaiting, s.completedAt, s.exec
 		a.Pending, a.Complete, a.active = s.pending, s.complete, s.active
 	}
 	for i := len(j.nodes) - 1; i >= 0; i-- {
 		s := &j.nodes[i]
 		t := s.t
 		t.Children, t.Parents, t.Env = s.children, s.parents, s.env
-		t.CompletedAt, t.DelayUntil, t.CompleteSeq, t.DelayCount = s.completedAt, s.delayUntil, s.completeSeq, s.delayCount
+		t.CompletedNs, t.DelayUntilNs, t.CompleteSeq, t.DelayCount = s.completedAt, s.delayUntil, s.completeSeq, s.delayCount
 		t.Work, t.Notes = s.work, s.notes
 		t.GuardAction, t.ExecType, t.Complete, t.active = s.guard, s.exec, s.complete, s.active
 	}

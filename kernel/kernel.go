@@ -268,7 +268,7 @@ func (e *Engine) Reuse(now time.Time) bool {
 	if e.depth != 0 || e.stop.Load() != nil || e.script.Load() != nil {
 		return false
 	}
-	e.now, e.at = now.UTC(), now.UnixNano()
+	e.now, e.at = now.UTC(), TimeNs(now)
 	e.root, e.backtracking = nil, false
 	e.startBudget()
 	clear(e.values)
@@ -426,7 +426,7 @@ func (e *Engine) newNodeToken(p *Process, n *graph.Node, parents []*ArcToken, x 
 	p.Seq++
 	t := p.allocNodeToken() // zero: only the fields a new token has are set
 	t.ID, t.Seq, t.Process, t.Node, t.Parents = len(p.NodeTokens), p.Seq, p, n, parents
-	t.ExecType, t.CreatedAt, t.epoch = x, e.now, e.j.epoch
+	t.ExecType, t.CreatedNs, t.epoch = x, e.at, e.j.epoch
 	t.Env = inheritEnv(parents).adopt(p, e.j.epoch)
 	for _, a := range parents {
 		t.Sets = appendMemberships(t.Sets, a, terminating)
@@ -500,7 +500,7 @@ func (e *Engine) newArcToken(p *Process, arc *graph.Arc, parent *NodeToken, x Ex
 	p.Seq++
 	a := p.allocArcToken() // zero: only the fields a new token has are set
 	a.ID, a.Seq, a.Process, a.Arc, a.Parent = len(p.ArcTokens), p.Seq, p, arc, parent
-	a.Pending, a.ExecType, a.CreatedAt, a.epoch = true, x, e.now, e.j.epoch
+	a.Pending, a.ExecType, a.CreatedNs, a.epoch = true, x, e.at, e.j.epoch
 	if len(sets) > 0 {
 		a.Sets = append([]Membership(nil), sets...)
 	}
@@ -537,7 +537,7 @@ func (e *Engine) executeNode(t *NodeToken) {
 		e.complete(t, names, false)
 	case Delay:
 		e.addActive(t)
-		t.DelayUntil = res.Until.UTC()
+		t.DelayUntilNs = TimeNs(res.Until)
 		t.DelayCount++
 		e.fire(p, NodeTokenDelayed, t, nil, nil, 0)
 	default:
@@ -578,7 +578,7 @@ func (e *Engine) markComplete(t *NodeToken, forward bool) {
 	p.Seq++
 	t.Complete = true
 	t.CompleteSeq = p.Seq
-	t.CompletedAt = e.now
+	t.CompletedNs = e.at
 	p.Dirty = true
 	if t.Work != 0 {
 		e.endWork(t, forward && !e.backtracking)
@@ -853,7 +853,7 @@ func (e *Engine) completeArcInto(a *ArcToken, child *NodeToken) {
 	e.mutA(a)
 	a.Pending = false
 	a.Complete = true
-	a.CompletedAt = e.now
+	a.CompletedNs = e.at
 	a.Child = child
 	child.Process.Dirty = true
 	e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)
@@ -871,7 +871,7 @@ func (e *Engine) merge(res JoinResult) {
 			e.fire(a.Process, ArcTokenProcessed, nil, a, nil, 0)
 		}
 		a.Complete = true
-		a.CompletedAt = e.now
+		a.CompletedNs = e.at
 		a.Child = target
 		a.Process.Dirty = true
 		e.fire(a.Process, ArcTokenCompleted, nil, a, nil, 0)

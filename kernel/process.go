@@ -123,14 +123,17 @@ type NodeToken struct {
 	ExecType    ExecutionType
 	Complete    bool
 	// Work is the outside work the token holds open (see work.go).
-	Work        WorkFlags
-	active      bool // (beside the other one-byte fields: a token is 16 bytes smaller)
-	CreatedAt   time.Time
-	CompletedAt time.Time
-	Env         *Env // the token's own attributes, shared copy-on-write
-	Sets        []Membership
-	DelayUntil  time.Time
-	DelayCount  int
+	Work   WorkFlags
+	active bool // (beside the other one-byte fields: a token is 16 bytes smaller)
+	// CreatedNs and CompletedNs are when it was created and completed,
+	// DelayUntilNs when a delayed token's guard runs again: Unix
+	// nanoseconds, 0 for none (CreatedAt, CompletedAt and DelayUntil read
+	// them as times). Times are kept as numbers so that a token has no
+	// pointer to a time zone for the garbage collector to follow.
+	CreatedNs, CompletedNs, DelayUntilNs int64
+	Env                                  *Env // the token's own attributes, shared copy-on-write
+	Sets                                 []Membership
+	DelayCount                           int
 	// Notes is what the token's node type keeps about it while it runs (a
 	// subscription's name and key, the token a boundary event is attached
 	// to, a loop counter): stored with the token, never inherited by other
@@ -145,23 +148,57 @@ type NodeToken struct {
 // ArcToken is a token on an arc, between the node token it left and the
 // node token it completed into.
 type ArcToken struct {
-	ID          int
-	Seq         int64
-	Process     *Process
-	Arc         *graph.Arc
-	Parent      *NodeToken
-	Child       *NodeToken // nil while it waits
-	Pending     bool       // created but not yet processed
-	Complete    bool
-	ExecType    ExecutionType
-	active      bool // processed, incomplete, waiting at its end node
-	Sets        []Membership
-	CreatedAt   time.Time
-	CompletedAt time.Time
+	ID       int
+	Seq      int64
+	Process  *Process
+	Arc      *graph.Arc
+	Parent   *NodeToken
+	Child    *NodeToken // nil while it waits
+	Pending  bool       // created but not yet processed
+	Complete bool
+	ExecType ExecutionType
+	active   bool // processed, incomplete, waiting at its end node
+	Sets     []Membership
+	// CreatedNs and CompletedNs are when it was created and completed:
+	// Unix nanoseconds, 0 for none (see CreatedAt and CompletedAt).
+	CreatedNs, CompletedNs int64
 
 	nextWaiting *ArcToken // the next token waiting on the same arc
 	epoch       uint64    // the journal epoch that saved it last
 }
+
+// nsTime is a time kept as Unix nanoseconds as a time in UTC, the zero
+// time for 0.
+func nsTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// TimeNs is t in Unix nanoseconds as tokens keep times, 0 for the zero time.
+func TimeNs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// CreatedAt is when the token was created.
+func (t *NodeToken) CreatedAt() time.Time { return nsTime(t.CreatedNs) }
+
+// CompletedAt is when the token completed, the zero time while it has not.
+func (t *NodeToken) CompletedAt() time.Time { return nsTime(t.CompletedNs) }
+
+// DelayUntil is when a delayed token's guard runs again, the zero time if
+// it is not delayed until a time.
+func (t *NodeToken) DelayUntil() time.Time { return nsTime(t.DelayUntilNs) }
+
+// CreatedAt is when the token was created.
+func (a *ArcToken) CreatedAt() time.Time { return nsTime(a.CreatedNs) }
+
+// CompletedAt is when the token completed, the zero time while it has not.
+func (a *ArcToken) CompletedAt() time.Time { return nsTime(a.CompletedNs) }
 
 // TokenSet groups tokens created together by a completion with a new token
 // set, so that a tokenSet join can wait for all of them.

@@ -124,8 +124,8 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 	}
 	b = appendUvarint(b, uint64(len(p.NodeTokens)))
 	for i, t := range p.NodeTokens {
-		created, completed := offset(base, t.CreatedAt), optOffset(base, t.CompletedAt)
-		du := unixNano(t.DelayUntil)
+		created, completed := offset(base, t.CreatedNs), optOffset(base, t.CompletedNs)
+		du := t.DelayUntilNs
 		env := 0
 		if envs != nil {
 			env = envs[i]
@@ -184,7 +184,7 @@ func appendBinary(b []byte, p *kernel.Process) ([]byte, error) {
 	}
 	b = appendUvarint(b, uint64(len(p.ArcTokens)))
 	for _, a := range p.ArcTokens {
-		created, completed := offset(base, a.CreatedAt), optOffset(base, a.CompletedAt)
+		created, completed := offset(base, a.CreatedNs), optOffset(base, a.CompletedNs)
 		f := flag(a.Pending, arcPending) | flag(a.Complete, arcComplete) | flag(a.ExecType != 0, arcExec) |
 			flag(len(a.Sets) > 0, arcSets) | flag(created != 0, arcCreated) | flag(completed != 0, arcCompleted)
 		child := int64(0)

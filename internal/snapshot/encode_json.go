@@ -68,13 +68,13 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			if t.Complete {
 				b = append(b, `,"d":true`...)
 			}
-			b = appendNonZero(b, `,"t":`, offset(base, t.CreatedAt))
-			b = appendNonZero(b, `,"f":`, optOffset(base, t.CompletedAt))
+			b = appendNonZero(b, `,"t":`, offset(base, t.CreatedNs))
+			b = appendNonZero(b, `,"f":`, optOffset(base, t.CompletedNs))
 			if envs != nil {
 				b = appendNonZero(b, `,"e":`, int64(envs[i]))
 			}
 			b = appendSets(b, t.Sets)
-			b = appendNonZero(b, `,"du":`, unixNano(t.DelayUntil))
+			b = appendNonZero(b, `,"du":`, t.DelayUntilNs)
 			b = appendNonZero(b, `,"dc":`, int64(t.DelayCount))
 			b = appendNonZero(b, `,"w":`, int64(t.Work))
 			if len(t.Notes) > 0 {
@@ -112,8 +112,8 @@ func appendSnapshot(b []byte, p *kernel.Process) ([]byte, error) {
 			}
 			b = appendNonZero(b, `,"x":`, int64(uint8(a.ExecType)))
 			b = appendSets(b, a.Sets)
-			b = appendNonZero(b, `,"t":`, offset(base, a.CreatedAt))
-			b = appendNonZero(b, `,"f":`, optOffset(base, a.CompletedAt))
+			b = appendNonZero(b, `,"t":`, offset(base, a.CreatedNs))
+			b = appendNonZero(b, `,"f":`, optOffset(base, a.CompletedNs))
 			b = append(b, '}')
 		}
 		b = append(b, ']')

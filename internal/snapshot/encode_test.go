@@ -28,14 +28,14 @@ func randomEnv(r *rand.Rand) *kernel.Env {
 	return e
 }
 
-func randomTime(r *rand.Rand) time.Time {
+func randomTime(r *rand.Rand) int64 {
 	switch r.IntN(4) {
 	case 0:
-		return time.Time{}
+		return 0
 	case 1:
-		return perfT0
+		return perfT0.UnixNano()
 	default:
-		return perfT0.Add(time.Duration(r.Int64N(1<<40) - (1 << 30)))
+		return perfT0.Add(time.Duration(r.Int64N(1<<40) - (1 << 30))).UnixNano()
 	}
 }
 
@@ -75,7 +75,7 @@ func randomProcess(r *rand.Rand) *kernel.Process {
 	for i := range nodes {
 		t := &kernel.NodeToken{ID: i, Seq: r.Int64N(100), CompleteSeq: r.Int64N(3) * r.Int64N(100), Node: &graph.Node{Index: r.IntN(20)},
 			GuardAction: kernel.GuardAction(r.IntN(4)), ExecType: kernel.ExecutionType(r.IntN(4)), Complete: r.IntN(2) == 0,
-			CreatedAt: randomTime(r), CompletedAt: randomTime(r), Sets: sets(), DelayUntil: randomTime(r), DelayCount: r.IntN(3),
+			CreatedNs: randomTime(r), CompletedNs: randomTime(r), Sets: sets(), DelayUntilNs: randomTime(r), DelayCount: r.IntN(3),
 			Work: kernel.WorkFlags(r.IntN(8))}
 		switch r.IntN(4) {
 		case 1:
@@ -94,7 +94,7 @@ func randomProcess(r *rand.Rand) *kernel.Process {
 	for i := range r.IntN(10) {
 		a := &kernel.ArcToken{ID: i, Seq: r.Int64N(100), Arc: &graph.Arc{Index: r.IntN(20)}, Parent: p.NodeTokens[r.IntN(nodes)],
 			Pending: r.IntN(2) == 0, Complete: r.IntN(2) == 0, ExecType: kernel.ExecutionType(r.IntN(4)), Sets: sets(),
-			CreatedAt: randomTime(r), CompletedAt: randomTime(r)}
+			CreatedNs: randomTime(r), CompletedNs: randomTime(r)}
 		if r.IntN(3) > 0 {
 			a.Child = p.NodeTokens[r.IntN(nodes)]
 		}

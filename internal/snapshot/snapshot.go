@@ -11,7 +11,6 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/veena-wf/veena/graph"
 	"github.com/veena-wf/veena/kernel"
@@ -75,39 +74,25 @@ type listener struct {
 	Mask uint64 `json:"m"`
 }
 
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 // Token times are written relative to the process's creation, which keeps
 // them short (a command's tokens share one time): created times as the
 // offset, completion times as the offset plus one, so that 0 means unset.
-func offset(base int64, t time.Time) int64 { return t.UnixNano() - base }
+func offset(base, ns int64) int64 { return ns - base }
 
-func atOffset(base, n int64) time.Time { return time.Unix(0, base+n).UTC() }
+func atOffset(base, n int64) int64 { return base + n }
 
-func optOffset(base int64, t time.Time) int64 {
-	if t.IsZero() {
+func optOffset(base, ns int64) int64 {
+	if ns == 0 {
 		return 0
 	}
-	return t.UnixNano() - base + 1
+	return ns - base + 1
 }
 
-func atOptOffset(base, n int64) time.Time {
+func atOptOffset(base, n int64) int64 {
 	if n == 0 {
-		return time.Time{}
+		return 0
 	}
-	return time.Unix(0, base+n-1).UTC()
+	return base + n - 1
 }
 
 func envMap(e *kernel.Env) attrs {
@@ -162,8 +147,8 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 		n := node{
 			Node: t.Node.Index, Seq: t.Seq, CompleteSeq: t.CompleteSeq,
 			Guard: uint8(t.GuardAction), Exec: uint8(t.ExecType), Complete: t.Complete,
-			Created: offset(base, t.CreatedAt), Completed: optOffset(base, t.CompletedAt),
-			Sets: memberships(t.Sets), DelayUntil: unixNano(t.DelayUntil), DelayCount: t.DelayCount,
+			Created: offset(base, t.CreatedNs), Completed: optOffset(base, t.CompletedNs),
+			Sets: memberships(t.Sets), DelayUntil: t.DelayUntilNs, DelayCount: t.DelayCount,
 			Work:  uint8(t.Work),
 			Notes: t.Notes,
 		}
@@ -196,7 +181,7 @@ func encodeJSON(p *kernel.Process) ([]byte, error) {
 		x := arc{
 			Arc: a.Arc.Index, Seq: a.Seq, Parent: a.Parent.ID,
 			Pending: a.Pending, Complete: a.Complete, Exec: uint8(a.ExecType),
-			Sets: memberships(a.Sets), Created: offset(base, a.CreatedAt), Completed: optOffset(base, a.CompletedAt),
+			Sets: memberships(a.Sets), Created: offset(base, a.CreatedNs), Completed: optOffset(base, a.CompletedNs),
 		}
 		if a.Child != nil {
 			x.Child = a.Child.ID + 1
@@ -400,8 +385,8 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 		t := &kernel.NodeToken{
 			ID: i, Seq: x.Seq, CompleteSeq: x.CompleteSeq, Process: p, Node: g.Nodes[x.Node],
 			GuardAction: kernel.GuardAction(x.Guard), ExecType: kernel.ExecutionType(x.Exec),
-			Complete: x.Complete, CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
-			DelayUntil: fromNano(x.DelayUntil), DelayCount: x.DelayCount, Work: kernel.WorkFlags(x.Work),
+			Complete: x.Complete, CreatedNs: atOffset(base, x.Created), CompletedNs: atOptOffset(base, x.Completed),
+			DelayUntilNs: x.DelayUntil, DelayCount: x.DelayCount, Work: kernel.WorkFlags(x.Work),
 		}
 		if len(x.Notes) > 0 {
 			t.Notes = x.Notes
@@ -431,7 +416,7 @@ func Decode(r *store.Process, graphs Graphs) (*kernel.Process, error) {
 		a := &kernel.ArcToken{
 			ID: i, Seq: x.Seq, Process: p, Arc: g.Arcs[x.Arc], Parent: p.NodeTokens[x.Parent],
 			Pending: x.Pending, Complete: x.Complete, ExecType: kernel.ExecutionType(x.Exec),
-			CreatedAt: atOffset(base, x.Created), CompletedAt: atOptOffset(base, x.Completed),
+			CreatedNs: atOffset(base, x.Created), CompletedNs: atOptOffset(base, x.Completed),
 		}
 		if x.Child > 0 {
 			a.Child = p.NodeTokens[x.Child-1]

@@ -81,13 +81,13 @@ func roundTrip(t *testing.T, repo *graph.Repository, root *kernel.Process) *kern
 			if wt.Seq != ht.Seq || wt.CompleteSeq != ht.CompleteSeq {
 				t.Fatalf("node token %d sequence numbers: %d/%d, decoded %d/%d", j, wt.Seq, wt.CompleteSeq, ht.Seq, ht.CompleteSeq)
 			}
-			if !wt.CreatedAt.Equal(ht.CreatedAt) || !wt.CompletedAt.Equal(ht.CompletedAt) || !wt.DelayUntil.Equal(ht.DelayUntil) {
-				t.Fatalf("node token %d times: %v %v %v, decoded %v %v %v", j, wt.CreatedAt, wt.CompletedAt, wt.DelayUntil, ht.CreatedAt, ht.CompletedAt, ht.DelayUntil)
+			if wt.CreatedNs != ht.CreatedNs || wt.CompletedNs != ht.CompletedNs || wt.DelayUntilNs != ht.DelayUntilNs {
+				t.Fatalf("node token %d times: %v %v %v, decoded %v %v %v", j, wt.CreatedAt(), wt.CompletedAt(), wt.DelayUntil(), ht.CreatedAt(), ht.CompletedAt(), ht.DelayUntil())
 			}
 		}
 		for j, wa := range w.ArcTokens {
 			ha := h.ArcTokens[j]
-			if !wa.CreatedAt.Equal(ha.CreatedAt) || !wa.CompletedAt.Equal(ha.CompletedAt) {
+			if wa.CreatedNs != ha.CreatedNs || wa.CompletedNs != ha.CompletedNs {
 				t.Fatalf("arc token %d times differ", j)
 			}
 		}
@@ -194,7 +194,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 		d = roundTrip(t, repo, d)
 		delayed := d.DelayedTokens()
-		if len(delayed) != 1 || !delayed[0].DelayUntil.Equal(t0.Add(time.Minute)) {
+		if len(delayed) != 1 || !delayed[0].DelayUntil().Equal(t0.Add(time.Minute)) {
 			t.Fatalf("delayed tokens after decode: %v", delayed)
 		}
 		d.Env.Set("ready", kernel.Bool(true))
