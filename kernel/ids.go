@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"encoding/hex"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -40,8 +39,12 @@ func nextIDTime(now time.Time) int64 {
 }
 
 // NewUUIDv7 returns a new UUIDv7 in its 36-character text form.
-func NewUUIDv7() string {
-	t := nextIDTime(time.Now())
+func NewUUIDv7() string { return uuidV7At(time.Now()) }
+
+// uuidV7At returns a new UUIDv7 stamped with now (or, within the same
+// millisecond as the last one, just after it).
+func uuidV7At(now time.Time) string {
+	t := nextIDTime(now)
 	r := rand.Uint64()
 	var u [16]byte
 	ms, seq := uint64(t>>12), uint64(t&0xfff)
@@ -54,15 +57,17 @@ func NewUUIDv7() string {
 	for i := 9; i < 16; i++ {
 		u[i] = byte(r >> (8 * (15 - i)))
 	}
+	// 8-4-4-4-12 hex digits: a dash goes before bytes 4, 6, 8 and 10.
+	const digits = "0123456789abcdef"
 	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], u[10:])
+	j := 0
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			s[j] = '-'
+			j++
+		}
+		s[j], s[j+1] = digits[b>>4], digits[b&15]
+		j += 2
+	}
 	return string(s[:])
 }

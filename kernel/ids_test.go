@@ -63,3 +63,22 @@ func BenchmarkUUIDPackageV7(b *testing.B) {
 		_ = uuid.Must(uuid.NewV7()).String()
 	}
 }
+
+// A kernel with no NewID names a process with a UUIDv7 stamped with the
+// time of the command that starts it.
+func TestProcessIDsAreStampedWithTheCommandsTime(t *testing.T) {
+	k := New()
+	g := mkGraph(t, "g", N{Name: "A", Start: true})
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond) // after every id made so far
+	p, err := k.Engine(at).Start(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := uuid.Parse(p.ID)
+	if err != nil || u.Version() != 7 {
+		t.Fatalf("process id %q: %v, version %d", p.ID, err, u.Version())
+	}
+	if sec, nsec := u.Time().UnixTime(); !time.Unix(sec, nsec).Equal(at) {
+		t.Fatalf("process id %s is stamped %s, started at %s", p.ID, time.Unix(sec, nsec).UTC(), at.UTC())
+	}
+}

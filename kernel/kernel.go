@@ -40,7 +40,8 @@ type Kernel struct {
 	// Definitions returns the latest version of a definition; nested nodes
 	// use it. Nil means nested processes cannot start.
 	Definitions func(name string) *graph.Graph
-	// NewID makes process ids; the default makes UUIDv7 strings.
+	// NewID makes process ids; nil (the default) makes UUIDv7 strings
+	// stamped with the time of the command that starts the process.
 	NewID func() string
 	// ScriptTimeout bounds a script node's run (default 5 s); the script
 	// is stopped when it is reached.
@@ -75,7 +76,6 @@ func New() *Kernel {
 		perGraph:      map[string][]listenerEntry{},
 		named:         map[string]Listener{},
 		ScriptTimeout: 5 * time.Second,
-		NewID:         NewUUIDv7,
 	}
 	k.registerBuiltins()
 	return k
@@ -368,7 +368,12 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 		env Env
 	}{}
 	p := &pe.p
-	p.ID, p.Graph, p.State, p.Parent, p.ParentToken = e.k.NewID(), g, Created, parent, parentToken
+	if e.k.NewID != nil {
+		p.ID = e.k.NewID()
+	} else {
+		p.ID = uuidV7At(e.now)
+	}
+	p.Graph, p.State, p.Parent, p.ParentToken = g, Created, parent, parentToken
 	p.CreatedAt, p.UpdatedAt, p.Dirty, p.epoch = e.now, e.now, true, e.j.epoch
 	if d := env.data(); d != nil {
 		d.share() // a copy of env, made when either is written
