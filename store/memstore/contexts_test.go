@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/veena-wf/veena/store"
 	"github.com/veena-wf/veena/store/memstore"
@@ -15,7 +14,6 @@ import (
 // context customer=c<i mod 10>, order=o<i>.
 func withContexts(tb testing.TB, n int) *memstore.Store {
 	s := memstore.New()
-	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	update(tb, s, func(ctx context.Context, tx store.Tx) error {
 		for i := range n {
 			id := fmt.Sprintf("p%06d", i)

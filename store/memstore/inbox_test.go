@@ -37,7 +37,6 @@ func inboxWith(tb testing.TB, roots, n int, t0 time.Time) (*memstore.Store, []st
 // leaves the command waiting.
 func TestInboxOrder(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	s, ids := inboxWith(t, 3, 30, t0)
 	enqueue := func(root string, at time.Time) int64 {
 		c := &store.Command{Root: root, Payload: []byte("{}"), EnqueuedAt: at}
@@ -119,7 +118,6 @@ func TestInboxOrder(t *testing.T) {
 // with more of them.
 func BenchmarkCommandLookups(b *testing.B) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			s, ids := inboxWith(b, 100, n, t0)

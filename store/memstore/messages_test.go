@@ -122,7 +122,6 @@ func BenchmarkCorrelate(b *testing.B) {
 // and key is still taken first.
 func TestBufferedMessagesUndone(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	s := memstore.New()
 	buffer := func(key, id string) error {
 		return s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -188,7 +187,6 @@ func TestBufferedMessagesUndone(t *testing.T) {
 // messages kept.
 func BenchmarkBufferMessage(b *testing.B) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			s := memstore.New()
