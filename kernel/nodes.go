@@ -84,7 +84,15 @@ type graphRuntime struct {
 	// events its caller had taken (Process.Events nil), up to
 	// maxCommandEvents: the size of the next such command's list.
 	commandEvents atomic.Int64
+	// effects is the most effects a process's list held before its
+	// caller took them, up to maxEffectsHint: the size of the next list.
+	effects atomic.Int64
 }
+
+// maxEffectsHint bounds the effects hint, as maxCommandEvents does events.
+const maxEffectsHint = 64
+
+func (g *graphRuntime) effectHint() int { return int(min(max(g.effects.Load(), 1), maxEffectsHint)) }
 
 // maxCommandEvents bounds commandEvents, so that one long command does
 // not make every later one allocate for as many events.

@@ -165,8 +165,13 @@ func (e *Engine) effect(t *NodeToken, ef Effect) {
 	ef.Token = t
 	p := t.Process
 	e.mutP(p)
+	gr := e.runtime(p.Graph.Nodes[0]).graph
 	if p.Effects == nil {
-		p.Effects = make([]Effect, 0, 4)
+		p.Effects = make([]Effect, 0, gr.effectHint())
+	}
+	if n := len(p.Effects); n == cap(p.Effects) {
+		// The list grows: the next one starts with room for this many.
+		raise(&gr.effects, n+1)
 	}
 	p.Effects = append(p.Effects, ef)
 	p.Dirty = true
