@@ -37,6 +37,7 @@ type Store struct {
 	uniques  map[string]string                     // key\x00value -> process
 	uniqueOf map[string][]string                   // process -> unique entries
 	keys     map[string]keyRecord
+	keyAges  keyHeap // the records' keys by creation time, for purging
 	inbox    inbox
 	work     workRows
 	msg      messageRows
@@ -184,6 +185,7 @@ func (t *tx) PutKey(_ context.Context, key string, result []byte, at time.Time) 
 	defer s.mu.Unlock()
 	old, had := s.keys[key]
 	s.keys[key] = keyRecord{result: slices.Clone(result), createdAt: at}
+	s.keyAges.push(keyAge{key, at})
 	t.undo = append(t.undo, func() {
 		if had {
 			s.keys[key] = old
