@@ -125,61 +125,21 @@ func (s *Store) PurgeKeys(_ context.Context, before time.Time) (int, error) {
 		return 0, errClosed
 	}
 	n := 0
-	for len(s.keyAges) > 0 && s.keyAges[0].at.Before(before) {
+	for s.keyAges.due(before.UnixNano() - 1) {
 		k := s.keyAges.pop()
-		// An entry whose record was written again since, or undone, is stale.
-		if r, ok := s.keys[k.key]; ok && r.createdAt.Equal(k.at) {
-			delete(s.keys, k.key)
+		if s.keyTrue(k) {
+			delete(s.keys, k.id)
 			n++
 		}
 	}
 	return n, nil
 }
 
-// keyAge is an idempotency record's key and creation time.
-type keyAge struct {
-	key string
-	at  time.Time
-}
-
-// keyHeap is a min-heap of keyAges, oldest first.
-type keyHeap []keyAge
-
-func (h *keyHeap) push(k keyAge) {
-	*h = append(*h, k)
-	x := *h
-	for i := len(x) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !x[i].at.Before(x[p].at) {
-			break
-		}
-		x[i], x[p] = x[p], x[i]
-		i = p
-	}
-}
-
-func (h *keyHeap) pop() keyAge {
-	x := *h
-	top, last := x[0], len(x)-1
-	x[0] = x[last]
-	x[last] = keyAge{}
-	x = x[:last]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= len(x) {
-			break
-		}
-		if c+1 < len(x) && x[c+1].at.Before(x[c].at) {
-			c++
-		}
-		if !x[c].at.Before(x[i].at) {
-			break
-		}
-		x[i], x[c] = x[c], x[i]
-		i = c
-	}
-	*h = x
-	return top
+// keyTrue reports whether an entry of keyAges is still true: its record is
+// there, written at the entry's time (not written again since, or undone).
+func (s *Store) keyTrue(k idAt) bool {
+	r, ok := s.keys[k.id]
+	return ok && r.createdAt.UnixNano() == k.at
 }
 
 func (t *tx) TryLockTree(ctx context.Context, root string) (int64, error) {

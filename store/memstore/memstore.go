@@ -27,8 +27,7 @@ type Store struct {
 	procs    map[string]*store.Process
 	trees    map[string][]string // root -> member ids in insertion order
 	events   map[string][]store.EventRecord
-	timers   map[string][]store.Timer              // by process
-	queue    timerQueue                            // the timers in the order claims take them
+	timers   timerQueue                            // by process and token, in the order claims take them
 	leases   map[string]map[int]time.Time          // process -> token -> end of lease
 	failures map[string]map[int]store.TimerFailure // process -> token -> last failure
 	contexts map[string]map[string]string          // process -> executing context
@@ -37,7 +36,7 @@ type Store struct {
 	uniques  map[string]string                     // key\x00value -> process
 	uniqueOf map[string][]string                   // process -> unique entries
 	keys     map[string]keyRecord
-	keyAges  keyHeap // the records' keys by creation time, for purging
+	keyAges  idQueue // the records' keys by creation time, for purging
 	inbox    inbox
 	work     workRows
 	msg      messageRows
@@ -58,8 +57,7 @@ func New() *Store {
 		procs:    map[string]*store.Process{},
 		trees:    map[string][]string{},
 		events:   map[string][]store.EventRecord{},
-		timers:   map[string][]store.Timer{},
-		queue:    newTimerQueue(),
+		timers:   newTimerQueue(),
 		leases:   map[string]map[int]time.Time{},
 		failures: map[string]map[int]store.TimerFailure{},
 		contexts: map[string]map[string]string{},
@@ -185,7 +183,7 @@ func (t *tx) PutKey(_ context.Context, key string, result []byte, at time.Time) 
 	defer s.mu.Unlock()
 	old, had := s.keys[key]
 	s.keys[key] = keyRecord{result: slices.Clone(result), createdAt: at}
-	s.keyAges.push(keyAge{key, at})
+	s.keyAges.add(idAt{at.UnixNano(), key}, s.keyTrue)
 	t.undo = append(t.undo, func() {
 		if had {
 			s.keys[key] = old
@@ -283,33 +281,24 @@ func (t *tx) ReplaceTimers(_ context.Context, process string, timers []store.Tim
 	s := t.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, had := s.timers[process]
-	if len(timers) == 0 {
-		delete(s.timers, process)
-	} else {
-		s.timers[process] = slices.Clone(timers)
-	}
-	s.queue.set(process, timers)
+	old := s.timers.timers(process)
+	s.timers.set(process, timers)
 	// The process's timers are new: their leases and failures go with the
 	// old ones (and come back with them if the transaction is undone).
 	leased, failed := s.leases[process], s.failures[process]
 	delete(s.leases, process)
 	delete(s.failures, process)
 	t.undo = append(t.undo, func() {
-		if had {
-			s.timers[process] = old
-		} else {
-			delete(s.timers, process)
+		// The old timers come back with the leases taken since (by a claim
+		// made in between) and their own, where those end later.
+		s.timers.set(process, old)
+		for token, until := range s.leases[process] {
+			s.timers.lease(process, token, until)
 		}
-		// A claim made in between keeps its lease where it ends later.
 		for token, until := range leased {
 			if cur, ok := s.leases[process][token]; !ok || until.After(cur) {
 				s.leaseTimer(process, token, until)
 			}
-		}
-		s.queue.set(process, old)
-		for token, until := range s.leases[process] {
-			s.queue.lease(process, token, until)
 		}
 		for token, f := range failed {
 			if _, ok := s.failures[process][token]; !ok {
@@ -606,7 +595,7 @@ func (s *Store) ClaimTimers(_ context.Context, now time.Time, lease time.Duratio
 	if s.closed {
 		return nil, errClosed
 	}
-	due := s.queue.take(now, limit)
+	due := s.timers.take(now, limit)
 	for _, t := range due {
 		s.leaseTimer(t.Process, t.Token, now.Add(lease))
 	}
@@ -620,10 +609,7 @@ func (s *Store) FailTimer(_ context.Context, f store.TimerFailure, retryAt time.
 	if s.closed {
 		return errClosed
 	}
-	for _, t := range s.timers[f.Process] {
-		if t.Token != f.Token || !t.DueAt.Equal(f.DueAt) {
-			continue
-		}
+	if t, ok := s.timers.timer(f.Process, f.Token); ok && t.DueAt.Equal(f.DueAt) {
 		f.Attempts = s.failures[f.Process][f.Token].Attempts + 1
 		s.setFailure(f)
 		s.leaseTimer(f.Process, f.Token, retryAt)
@@ -640,7 +626,7 @@ func (s *Store) leaseTimer(process string, token int, until time.Time) {
 		s.leases[process] = l
 	}
 	l[token] = until
-	s.queue.lease(process, token, until)
+	s.timers.lease(process, token, until)
 }
 
 // setFailure records f as its timer's last failure; the caller holds mu.
@@ -689,6 +675,6 @@ func (s *Store) NextTimer(context.Context) (time.Time, error) {
 	if s.closed {
 		return time.Time{}, errClosed
 	}
-	next := s.queue.next()
+	next := s.timers.next()
 	return next, nil
 }

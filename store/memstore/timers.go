@@ -116,6 +116,23 @@ func (q *timerQueue) take(now time.Time, limit int) []store.Timer {
 	return out
 }
 
+// timers lists a process's timers.
+func (q *timerQueue) timers(process string) []store.Timer {
+	var out []store.Timer
+	for _, x := range q.entries[process] {
+		out = append(out, x.t)
+	}
+	return out
+}
+
+// timer is a process's timer for a token, if it has one.
+func (q *timerQueue) timer(process string, token int) (store.Timer, bool) {
+	if x := q.entries[process][token]; x != nil {
+		return x.t, true
+	}
+	return store.Timer{}, false
+}
+
 // next is the earliest due time of any timer, zero if there is none.
 func (q *timerQueue) next() time.Time {
 	if len(q.byDue.xs) == 0 {

@@ -23,8 +23,8 @@ type workRows struct {
 	// leased (see noteJob); leases when each leased job's lease runs out:
 	// activating jobs and expiring leases take the jobs due from their
 	// front instead of looking at every job.
-	avail  map[string]*jobQueue
-	leases jobQueue
+	avail  map[string]*idQueue
+	leases idQueue
 	// byProcess indexes the ids of each process's tasks, jobs and
 	// incidents, so that ending a token's work looks at its process's rows.
 	byProcess map[string]*processRows
@@ -58,101 +58,6 @@ func (w *workRows) indexJob(id string) {
 	w.noteJob(j)
 }
 
-// jobAt is an entry of a jobQueue: job id may be leased (avail) or its
-// lease runs out (leases) at at.
-type jobAt struct {
-	at int64 // Unix nanoseconds
-	id string
-}
-
-// jobQueue is a min-heap of entries, soonest first, then by job id. An
-// entry is a hint, not the truth: it is checked against the job when it
-// comes up, and dropped if the job has changed since (a job's entries are
-// not removed when it changes; it gets new ones). So that the entries of
-// jobs that changed long before their entry's time (a job completed in
-// its first second of an hour's lease) do not pile up, add sweeps a queue
-// grown to twice its length after its last sweep: the entries still
-// true stay, and the queue holds at most about twice as many.
-type jobQueue struct {
-	h     []jobAt
-	swept int // the entries left by the last sweep
-}
-
-// sweepSlack is how many entries a queue takes beyond twice its swept
-// length before the next sweep.
-const sweepSlack = 64
-
-func (q *jobQueue) less(i, j int) bool {
-	if q.h[i].at != q.h[j].at {
-		return q.h[i].at < q.h[j].at
-	}
-	return q.h[i].id < q.h[j].id
-}
-
-// due reports whether the queue's first entry is at or before at.
-func (q *jobQueue) due(at int64) bool { return len(q.h) > 0 && q.h[0].at <= at }
-
-// add adds e, first sweeping the queue (isTrue tells the entries still
-// true) if it has doubled since its last sweep.
-func (q *jobQueue) add(e jobAt, isTrue func(jobAt) bool) {
-	if len(q.h) >= 2*q.swept+sweepSlack {
-		q.sweep(isTrue)
-	}
-	q.h = append(q.h, e)
-	for i := len(q.h) - 1; i > 0; {
-		up := (i - 1) / 2
-		if !q.less(i, up) {
-			break
-		}
-		q.h[i], q.h[up] = q.h[up], q.h[i]
-		i = up
-	}
-}
-
-func (q *jobQueue) pop() jobAt {
-	top := q.h[0]
-	last := len(q.h) - 1
-	q.h[0] = q.h[last]
-	q.h[last] = jobAt{}
-	q.h = q.h[:last]
-	q.down(0)
-	return top
-}
-
-// down moves entry i down to its place.
-func (q *jobQueue) down(i int) {
-	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q.h) && q.less(l, m) {
-			m = l
-		}
-		if r < len(q.h) && q.less(r, m) {
-			m = r
-		}
-		if m == i {
-			return
-		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
-		i = m
-	}
-}
-
-// sweep drops the entries that are no longer true and heaps the rest.
-func (q *jobQueue) sweep(isTrue func(jobAt) bool) {
-	kept := q.h[:0]
-	for _, e := range q.h {
-		if isTrue(e) {
-			kept = append(kept, e)
-		}
-	}
-	clear(q.h[len(kept):])
-	q.h = kept
-	for i := len(q.h)/2 - 1; i >= 0; i-- {
-		q.down(i)
-	}
-	q.swept = len(q.h)
-}
-
 // availTrue reports whether an entry at at of job type typ's queue is true
 // of job j (nil if gone): j is open or leased and may be leased at at.
 func availTrue(j *store.Job, typ string, at int64) bool {
@@ -182,16 +87,16 @@ func (w *workRows) noteJob(j *store.Job) {
 		return
 	}
 	if w.avail == nil {
-		w.avail = map[string]*jobQueue{}
+		w.avail = map[string]*idQueue{}
 	}
 	q := w.avail[j.Type]
 	if q == nil {
-		q = &jobQueue{}
+		q = &idQueue{}
 		w.avail[j.Type] = q
 	}
-	q.add(jobAt{availableAt(j).UnixNano(), j.ID}, func(e jobAt) bool { return availTrue(w.jobs[e.id], j.Type, e.at) })
+	q.add(idAt{availableAt(j).UnixNano(), j.ID}, func(e idAt) bool { return availTrue(w.jobs[e.id], j.Type, e.at) })
 	if j.State == store.JobLeased {
-		w.leases.add(jobAt{j.LockedUntil.UnixNano(), j.ID}, func(e jobAt) bool { return leaseTrue(w.jobs[e.id], e.at) })
+		w.leases.add(idAt{j.LockedUntil.UnixNano(), j.ID}, func(e idAt) bool { return leaseTrue(w.jobs[e.id], e.at) })
 	}
 }
 
