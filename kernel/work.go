@@ -165,13 +165,14 @@ func (e *Engine) effect(t *NodeToken, ef Effect) {
 	ef.Token = t
 	p := t.Process
 	e.mutP(p)
-	gr := e.runtime(p.Graph.Nodes[0]).graph
-	if p.Effects == nil {
-		p.Effects = make([]Effect, 0, gr.effectHint())
-	}
 	if n := len(p.Effects); n == cap(p.Effects) {
-		// The list grows: the next one starts with room for this many.
-		raise(&gr.effects, n+1)
+		gr := e.runtime(p.Graph.Nodes[0]).graph
+		if p.Effects == nil {
+			p.Effects = make([]Effect, 0, gr.effectHint())
+		} else {
+			// The list grows: the next one starts with room for this many.
+			raise(&gr.effects, n+1)
+		}
 	}
 	p.Effects = append(p.Effects, ef)
 	p.Dirty = true
