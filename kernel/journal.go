@@ -130,7 +130,11 @@ func (j *journal) end() { j.epoch = 0 }
 
 func (j *journal) saveProc(p *Process) {
 	p.epoch = j.epoch
-	j.procs = extend(j.procs)
+	if n := len(j.procs); n < cap(j.procs) {
+		j.procs = j.procs[:n+1] // resliced in place: no pointer written
+	} else {
+		j.procs = append(j.procs, procSave{})
+	}
 	s := &j.procs[len(j.procs)-1]
 	// Every field of s is assigned: it may hold an older command's save.
 	s.p, s.env, s.asyncQueue = p, p.Env, p.asyncQueue
@@ -154,7 +158,11 @@ func (j *journal) saveProc(p *Process) {
 
 func (j *journal) saveNode(t *NodeToken) {
 	t.epoch = j.epoch
-	j.nodes = extend(j.nodes)
+	if n := len(j.nodes); n < cap(j.nodes) {
+		j.nodes = j.nodes[:n+1]
+	} else {
+		j.nodes = append(j.nodes, nodeSave{})
+	}
 	s := &j.nodes[len(j.nodes)-1]
 	// Every field of s is assigned: it may hold an older command's save.
 	s.t, s.children, s.parents, s.env, s.notes = t, t.Children, t.Parents, t.Env, t.Notes
@@ -164,7 +172,11 @@ func (j *journal) saveNode(t *NodeToken) {
 
 func (j *journal) saveArc(a *ArcToken) {
 	a.epoch = j.epoch
-	j.arcs = extend(j.arcs)
+	if n := len(j.arcs); n < cap(j.arcs) {
+		j.arcs = j.arcs[:n+1]
+	} else {
+		j.arcs = append(j.arcs, arcSave{})
+	}
 	s := &j.arcs[len(j.arcs)-1]
 	// Every field of s is assigned: it may hold an older command's save.
 	s.a, s.child, s.nextWaiting, s.completedAt = a, a.Child, a.nextWaiting, a.CompletedNs

@@ -1196,7 +1196,11 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		// The list grows: the next command sizes its list for this many.
 		raise(&e.runtime(p.Graph.Nodes[0]).graph.commandEvents, n+1)
 	}
-	p.Events = extend(p.Events)
+	if n := len(p.Events); n < cap(p.Events) {
+		p.Events = p.Events[:n+1] // resliced in place: no pointer written
+	} else {
+		p.Events = append(p.Events, EventRecord{})
+	}
 	ev := &p.Events[len(p.Events)-1]
 	*ev = newEventRecord(typ, exits, e.at)
 	if t != nil {

@@ -308,17 +308,6 @@ func (p *Process) dequeue() *ArcToken {
 	return a
 }
 
-// extend returns list one element longer, for the caller to assign every
-// field of the new last element: reusing an array's spare room without
-// zeroing it first keeps the journal's saves and the event log cheap.
-func extend[T any](list []T) []T {
-	if len(list) < cap(list) {
-		return list[:len(list)+1]
-	}
-	var zero T
-	return append(list, zero)
-}
-
 // queued is the number of arc tokens waiting in the execution queue.
 func (p *Process) queued() int { return len(p.queue) - p.queueHead }
 
