@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1182,26 +1183,18 @@ func (e *Engine) completeWithNewTokenSet(t *NodeToken, arcName, setName string, 
 }
 
 // fire records an event and tells the listeners (see notify). It returns
-// the OR of their actions.
+// the OR of their actions. It runs for every event of every process, so
+// its common path (room in the list, no names, nobody to tell) is short,
+// and the rest is in functions of their own.
 func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, names []string, exits int) EventActions {
 	e.saved(p)
-	if len(p.Events) == 0 {
-		if p.Events == nil {
-			p.Events = make([]EventRecord, 0, e.runtime(p.Graph.Nodes[0]).graph.commandEventHint())
-		}
-		p.eventNames = p.eventNames[:0] // names of events the caller has taken
+	n := len(p.Events)
+	if n == 0 || n == cap(p.Events) {
+		e.roomForEvent(p)
 	}
 	p.EventSeq++
-	if n := len(p.Events); n == cap(p.Events) && n < maxCommandEvents {
-		// The list grows: the next command sizes its list for this many.
-		raise(&e.runtime(p.Graph.Nodes[0]).graph.commandEvents, n+1)
-	}
-	if n := len(p.Events); n < cap(p.Events) {
-		p.Events = p.Events[:n+1] // resliced in place: no pointer written
-	} else {
-		p.Events = append(p.Events, EventRecord{})
-	}
-	ev := &p.Events[len(p.Events)-1]
+	p.Events = p.Events[:n+1] // resliced in place: no pointer written
+	ev := &p.Events[n]
 	*ev = newEventRecord(typ, exits, e.at)
 	if t != nil {
 		ev.node = int32(t.ID + 1)
@@ -1209,32 +1202,65 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 	if a != nil {
 		ev.arc = int32(a.ID + 1)
 	}
-	switch {
-	case names == nil:
-	case len(names) == 1 && names[0] == "":
-		ev.names = -1
-	default:
-		if p.eventNames == nil {
-			hint := 4
-			if p.EventSeq == int64(len(p.Events)) { // the process's whole list, sized as the last one's
-				hint = e.runtime(p.Graph.Nodes[0]).graph.namesHint()
-			}
-			p.eventNames = make([][]string, 0, hint)
-		}
-		p.eventNames = append(p.eventNames, names)
-		ev.names = int32(len(p.eventNames))
+	if names != nil {
+		ev.names = e.recordNames(p, names)
 	}
 	if p.UpdatedAt != e.now { // once a command: writing it costs a write barrier
 		p.UpdatedAt = e.now
 	}
 	p.Dirty = true
+	if e.k.listened || len(p.Listeners) > 0 || typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
+		return e.tell(p, t)
+	}
+	return 0
+}
+
+// roomForEvent makes room in p.Events for one more event. An empty list
+// is a new process's, or one whose events the caller has taken (their
+// names go with them); a full one grows, and the graph's next command
+// sizes its list for this many.
+func (e *Engine) roomForEvent(p *Process) {
+	n := len(p.Events)
+	if n == 0 {
+		if p.Events == nil {
+			p.Events = make([]EventRecord, 0, e.runtime(p.Graph.Nodes[0]).graph.commandEventHint())
+		}
+		p.eventNames = p.eventNames[:0]
+	}
+	if n == cap(p.Events) {
+		if n < maxCommandEvents {
+			raise(&e.runtime(p.Graph.Nodes[0]).graph.commandEvents, n+1)
+		}
+		p.Events = slices.Grow(p.Events, 1)
+	}
+}
+
+// recordNames keeps the arc names of the event being recorded and returns
+// what its record holds: -1 for the one name "", else the names' place in
+// p.eventNames, from 1.
+func (e *Engine) recordNames(p *Process, names []string) int32 {
+	if len(names) == 1 && names[0] == "" {
+		return -1
+	}
+	if p.eventNames == nil {
+		hint := 4
+		if p.EventSeq == int64(len(p.Events)) { // the process's whole list, sized as the last one's
+			hint = e.runtime(p.Graph.Nodes[0]).graph.namesHint()
+		}
+		p.eventNames = make([][]string, 0, hint)
+	}
+	p.eventNames = append(p.eventNames, names)
+	return int32(len(p.eventNames))
+}
+
+// tell tells the listeners of the event just recorded, or, with none,
+// retries a token-set member's dead end (see notify).
+func (e *Engine) tell(p *Process, t *NodeToken) EventActions {
 	if e.k.listened || len(p.Listeners) > 0 {
 		ev := p.Event(len(p.Events) - 1) // a copy: listeners may fire more events
 		return e.notify(p, &ev, e.k.perGraph[p.Graph.Name])
 	}
-	if typ == NodeTokenCompleted && exits == 0 && len(t.Sets) > 0 {
-		e.retryTokenSetDeadEnd(t)
-	}
+	e.retryTokenSetDeadEnd(t)
 	return 0
 }
 
