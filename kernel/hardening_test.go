@@ -567,3 +567,47 @@ func TestRunawayWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestTreesLetGoOfTheJournal: a tree points to the journal of the command
+// running on it only while that command runs, however the tree was made.
+// Otherwise an environment written between commands (as the engine writes
+// a patch) is saved in whatever command the engine runs next, on another
+// tree, and that command's failure undoes the write.
+func TestTreesLetGoOfTheJournal(t *testing.T) {
+	k := testKernel()
+	g := mkGraph(t, "waits", N{Name: "W", Type: "wait", Start: true})
+	e := k.Engine(t0)
+	starts := []struct {
+		name  string
+		start func() (*Process, error)
+	}{
+		{"Start", func() (*Process, error) { return e.Start(g, nil) }},
+		{"StartWith", func() (*Process, error) { return e.StartWith(g, nil, nil, nil) }},
+		{"StartAt", func() (*Process, error) { return e.StartAt(g, nil, g.Nodes[0]) }},
+	}
+	for _, s := range starts {
+		p, err := s.start()
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if p.journal != nil {
+			t.Errorf("%s: the new tree still points to the journal after its command", s.name)
+		}
+		q := start(t, k, g, nil)
+		if !e.Reuse(t0) {
+			t.Fatal("the engine cannot be reused")
+		}
+		// The next command, on q, writes p's environment the way a caller
+		// outside any command does, then fails.
+		err = e.run(q, func() {
+			p.Env.Set("patched", Int(1))
+			e.Fail(errors.New("the command fails"))
+		})
+		if err == nil {
+			t.Fatalf("%s: the failing command did not fail", s.name)
+		}
+		if v, _ := p.Env.Get("patched"); v != Int(1) {
+			t.Errorf("%s: the other tree's failed command undid a write to this one's environment", s.name)
+		}
+	}
+}

@@ -243,6 +243,9 @@ type Engine struct {
 	depth int
 	j     journal  // the undo journal of the running command
 	root  *Process // the root of the tree it runs on (nil: a new tree)
+	// fresh are the roots of the trees the running command made: like
+	// root, they point to the journal until the command ends.
+	fresh []*Process
 
 	tokens    int                     // node and arc tokens the running command created
 	nextCheck int                     // the count of tokens at which created looks at the budgets next
@@ -332,6 +335,10 @@ func (e *Engine) finish(err *error) {
 		e.root.journal = nil
 		e.root = nil
 	}
+	for i, p := range e.fresh {
+		p.journal, e.fresh[i] = nil, nil
+	}
+	e.fresh = e.fresh[:0]
 	e.j.end()
 	if r != nil {
 		a, ok := r.(abort)
@@ -358,7 +365,6 @@ func (e *Engine) Start(g *graph.Graph, env *Env) (p *Process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p.journal = nil
 	return p, nil
 }
 
@@ -383,6 +389,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 	p.Env = pe.env.adopt(p, e.j.epoch)
 	if parent == nil && e.j.epoch != 0 {
 		p.journal = &e.j // a new tree: its environments find the journal here
+		e.fresh = append(e.fresh, p)
 	}
 	gr := e.runtime(g.Nodes[0]).graph
 	p.Events = make([]EventRecord, 0, gr.eventHint())
