@@ -1,4 +1,4 @@
-.PHONY: serve test console build
+.PHONY: serve test race console build
 
 # The README's first command: the server with its console, on an SQLite file
 # in the working directory.
@@ -9,6 +9,12 @@ serve: console
 test: console
 	go vet ./...
 	go test -timeout 40m ./...
+
+# Every test again under the race detector (CI runs it after test): the
+# engine runs commands on many goroutines, and a data race is a bug even
+# where no test fails without the detector.
+race: console
+	go test -race -timeout 60m ./...
 
 # A binary with the console embedded, in ./bin/veena.
 build: console
