@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // A command that fails leaves the process tree exactly as it was: the
@@ -136,15 +137,28 @@ func (j *journal) saveProc(p *Process) {
 		j.procs = append(j.procs, procSave{})
 	}
 	s := &j.procs[len(j.procs)-1]
-	// Every field of s is assigned: it may hold an older command's save.
-	s.p, s.env, s.asyncQueue = p, p.Env, p.asyncQueue
-	s.listeners, s.context, s.ext, s.extData = p.Listeners, p.Context, p.Ext, p.ExtData
-	s.updatedAt, s.seq, s.eventSeq = p.UpdatedAt, p.Seq, p.EventSeq
+	// Every field of s is assigned: it may hold an older command's save
+	// (the pointers only where they differ: see set).
+	set(&s.p, p)
+	set(&s.env, p.Env)
+	setSlice(&s.asyncQueue, p.asyncQueue)
+	setSlice(&s.listeners, p.Listeners)
+	if s.context != nil || p.Context != nil {
+		s.context = p.Context
+	}
+	if s.ext != nil || p.Ext != nil {
+		s.ext = p.Ext
+	}
+	setSlice(&s.extData, p.ExtData)
+	set(&s.updatedAt, p.UpdatedAt)
+	s.seq, s.eventSeq = p.Seq, p.EventSeq
 	s.nNested, s.nNodes, s.nArcs, s.nSets = int32(len(p.Nested)), int32(len(p.NodeTokens)), int32(len(p.ArcTokens)), int32(len(p.TokenSets))
 	s.nEvents, s.nNames, s.nEffects = int32(len(p.Events)), int32(len(p.eventNames)), int32(len(p.Effects))
 	s.active = [2]int32{int32(p.activeNodes), int32(p.activeArcs)}
 	s.state, s.dirty, s.inLoop = p.State, p.Dirty, p.inLoop
-	s.waitingArr, s.readyArr, s.waitAt, s.readyAt = p.waiting, p.readyArcs, int32(len(j.waitBuf)), int32(len(j.readyBuf))
+	setSlice(&s.waitingArr, p.waiting)
+	setSlice(&s.readyArr, p.readyArcs)
+	s.waitAt, s.readyAt = int32(len(j.waitBuf)), int32(len(j.readyBuf))
 	if p.waiting != nil {
 		j.waitBuf = append(j.waitBuf, p.waiting...)
 		j.readyBuf = append(j.readyBuf, p.readyArcs...)
@@ -164,8 +178,15 @@ func (j *journal) saveNode(t *NodeToken) {
 		j.nodes = append(j.nodes, nodeSave{})
 	}
 	s := &j.nodes[len(j.nodes)-1]
-	// Every field of s is assigned: it may hold an older command's save.
-	s.t, s.children, s.parents, s.env, s.notes = t, t.Children, t.Parents, t.Env, t.Notes
+	// Every field of s is assigned: it may hold an older command's save
+	// (the pointers only where they differ: see set).
+	set(&s.t, t)
+	setSlice(&s.children, t.Children)
+	setSlice(&s.parents, t.Parents)
+	set(&s.env, t.Env)
+	if s.notes != nil || t.Notes != nil {
+		s.notes = t.Notes
+	}
 	s.completedAt, s.delayUntil, s.completeSeq, s.delayCount, s.work = t.CompletedNs, t.DelayUntilNs, t.CompleteSeq, t.DelayCount, t.Work
 	s.guard, s.exec, s.complete, s.active = t.GuardAction, t.ExecType, t.Complete, t.active
 }
@@ -178,9 +199,31 @@ func (j *journal) saveArc(a *ArcToken) {
 		j.arcs = append(j.arcs, arcSave{})
 	}
 	s := &j.arcs[len(j.arcs)-1]
-	// Every field of s is assigned: it may hold an older command's save.
-	s.a, s.child, s.nextWaiting, s.completedAt = a, a.Child, a.nextWaiting, a.CompletedNs
+	// Every field of s is assigned: it may hold an older command's save
+	// (the pointers only where they differ: see set).
+	set(&s.a, a)
+	set(&s.child, a.Child)
+	set(&s.nextWaiting, a.nextWaiting)
+	s.completedAt = a.CompletedNs
 	s.exec, s.pending, s.complete, s.active = a.ExecType, a.Pending, a.Complete, a.active
+}
+
+// set assigns v to *dst unless *dst holds it already. While the collector
+// marks, every pointer written costs a write barrier, and a journal's save
+// often holds what the same slot held in the last command (the same
+// process, run command after command).
+func set[T comparable](dst *T, v T) {
+	if *dst != v {
+		*dst = v
+	}
+}
+
+// setSlice is set for slices: it skips the write when *dst is v already
+// (the same array, length and capacity).
+func setSlice[T any](dst *[]T, v []T) {
+	if d := *dst; unsafe.SliceData(d) != unsafe.SliceData(v) || len(d) != len(v) || cap(d) != cap(v) {
+		*dst = v
+	}
 }
 
 // saveEnv saves an environment's handle; its attributes are marked shared
