@@ -312,7 +312,9 @@ func (p *Process) dequeue() *ArcToken {
 func (p *Process) queued() int { return len(p.queue) - p.queueHead }
 
 // allocNodeToken hands out the next node token of the current slab, zero
-// (slabs are never reused).
+// (slabs are never reused). Slabs are handed out from their end: cutting a
+// slice's length writes no pointer, where moving its start would, and
+// each pointer written costs a write barrier while the collector marks.
 func (p *Process) allocNodeToken() *NodeToken {
 	if len(p.nodeSlab) == 0 {
 		n := cap(p.NodeTokens) - len(p.NodeTokens) // the tokens expected from the graph's last start
@@ -321,12 +323,14 @@ func (p *Process) allocNodeToken() *NodeToken {
 		}
 		p.nodeSlab = make([]NodeToken, min(max(1, n), 256))
 	}
-	t := &p.nodeSlab[0]
-	p.nodeSlab = p.nodeSlab[1:]
+	n := len(p.nodeSlab) - 1
+	t := &p.nodeSlab[n]
+	p.nodeSlab = p.nodeSlab[:n]
 	return t
 }
 
-// allocArcToken hands out the next arc token of the current slab, zero.
+// allocArcToken hands out the next arc token of the current slab, zero,
+// from its end as allocNodeToken does.
 func (p *Process) allocArcToken() *ArcToken {
 	if len(p.arcSlab) == 0 {
 		n := cap(p.ArcTokens) - len(p.ArcTokens)
@@ -335,8 +339,9 @@ func (p *Process) allocArcToken() *ArcToken {
 		}
 		p.arcSlab = make([]ArcToken, min(max(1, n), 256))
 	}
-	a := &p.arcSlab[0]
-	p.arcSlab = p.arcSlab[1:]
+	n := len(p.arcSlab) - 1
+	a := &p.arcSlab[n]
+	p.arcSlab = p.arcSlab[:n]
 	return a
 }
 
