@@ -131,12 +131,7 @@ func (j *journal) end() { j.epoch = 0 }
 
 func (j *journal) saveProc(p *Process) {
 	p.epoch = j.epoch
-	if n := len(j.procs); n < cap(j.procs) {
-		j.procs = j.procs[:n+1] // resliced in place: no pointer written
-	} else {
-		j.procs = append(j.procs, procSave{})
-	}
-	s := &j.procs[len(j.procs)-1]
+	s := grow(&j.procs)
 	// Every field of s is assigned: it may hold an older command's save
 	// (the pointers only where they differ: see set).
 	set(&s.p, p)
@@ -172,12 +167,7 @@ func (j *journal) saveProc(p *Process) {
 
 func (j *journal) saveNode(t *NodeToken) {
 	t.epoch = j.epoch
-	if n := len(j.nodes); n < cap(j.nodes) {
-		j.nodes = j.nodes[:n+1]
-	} else {
-		j.nodes = append(j.nodes, nodeSave{})
-	}
-	s := &j.nodes[len(j.nodes)-1]
+	s := grow(&j.nodes)
 	// Every field of s is assigned: it may hold an older command's save
 	// (the pointers only where they differ: see set).
 	set(&s.t, t)
@@ -193,12 +183,7 @@ func (j *journal) saveNode(t *NodeToken) {
 
 func (j *journal) saveArc(a *ArcToken) {
 	a.epoch = j.epoch
-	if n := len(j.arcs); n < cap(j.arcs) {
-		j.arcs = j.arcs[:n+1]
-	} else {
-		j.arcs = append(j.arcs, arcSave{})
-	}
-	s := &j.arcs[len(j.arcs)-1]
+	s := grow(&j.arcs)
 	// Every field of s is assigned: it may hold an older command's save
 	// (the pointers only where they differ: see set).
 	set(&s.a, a)
@@ -206,6 +191,22 @@ func (j *journal) saveArc(a *ArcToken) {
 	set(&s.nextWaiting, a.nextWaiting)
 	s.completedAt = a.CompletedNs
 	s.exec, s.pending, s.complete, s.active = a.ExecType, a.Pending, a.Complete, a.active
+}
+
+// grow makes *list one element longer and returns that element, for the
+// caller to assign every field of: an element left by an earlier command
+// is reused as it is. Where there is room it only cuts the slice longer,
+// which writes no pointer (each pointer written costs a write barrier while
+// the collector marks).
+func grow[T any](list *[]T) *T {
+	n := len(*list)
+	if n < cap(*list) {
+		*list = (*list)[:n+1]
+	} else {
+		var zero T
+		*list = append(*list, zero)
+	}
+	return &(*list)[n]
 }
 
 // set assigns v to *dst unless *dst holds it already. While the collector

@@ -1200,8 +1200,7 @@ func (e *Engine) fire(p *Process, typ EventType, t *NodeToken, a *ArcToken, name
 		e.roomForEvent(p)
 	}
 	p.EventSeq++
-	p.Events = p.Events[:n+1] // resliced in place: no pointer written
-	ev := &p.Events[n]
+	ev := grow(&p.Events)
 	*ev = newEventRecord(typ, exits, e.at)
 	if t != nil {
 		ev.node = int32(t.ID + 1)
