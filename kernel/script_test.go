@@ -54,7 +54,7 @@ func TestHostileScripts(t *testing.T) {
 			k := testKernel()
 			k.ScriptTimeout = timeout
 			if !strings.Contains(c.want, "longer") {
-				k.ScriptTimeout = 20 * time.Second // the memory limit must stop it, not the time limit
+				k.ScriptTimeout = 20 * time.Second * raceSlowdown // the memory limit must stop it, not the time limit
 			}
 			k.ScriptMemory = 32 << 20
 			g := mkGraph(t, "hostile", N{Name: "W", Type: "wait", Start: true, Arcs: []string{"S"}},
@@ -72,7 +72,7 @@ func TestHostileScripts(t *testing.T) {
 			if !matched || !errors.Is(err, ErrExecutionFailed) {
 				t.Fatalf("err = %v, want an execution failure mentioning %q", err, c.want)
 			}
-			if c.want == "longer than 1s" && (took < timeout || took > timeout+timeout/2) {
+			if c.want == "longer than 1s" && (took < timeout || took > timeout+timeout/2*raceSlowdown) {
 				t.Fatalf("the time limit of %s fired after %s", timeout, took)
 			}
 			if took > 10*time.Second*raceSlowdown {
