@@ -93,6 +93,10 @@ func TestWorkCommands(t *testing.T) {
 
 	// A shell worker fails the job (exit 2); with one retry an incident
 	// opens; resolving it offers the job again and a second worker pays.
+	// The first worker leases for 5 s only: the long poll it cuts short
+	// when it stops can still be waiting on the server when the incident
+	// is resolved, and lease the job before the server sees the hang-up;
+	// the job is then offered again when that lease runs out.
 	script := filepath.Join(t.TempDir(), "charge.sh")
 	writeFile(t, script, "#!/bin/sh\nread vars\necho \"card declined for $VEENA_PROCESS\" >&2\nexit 2\n")
 	os.Chmod(script, 0o755)
@@ -100,7 +104,7 @@ func TestWorkCommands(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		var o, e bytes.Buffer
-		done <- run(wctx, []string{"worker", "--type", "charge-card", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &e)
+		done <- run(wctx, []string{"worker", "--type", "charge-card", "--lock-for", "5s", "--url", ts.URL, "--", script}, strings.NewReader(""), &o, &e)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	var incidents veena.IncidentPage
