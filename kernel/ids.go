@@ -16,35 +16,42 @@ import (
 // crypto/rand, without a system call per id. Naming a process is part of
 // every start, so its cost counts.
 
-// idClock hands out the time part of ids: never smaller than the last one
-// handed out, so that the ids one kernel makes sort in the order made.
-var idClock struct {
-	sync.Mutex
+// idGen makes UUIDv7s whose time parts are never smaller than the last
+// one it handed out, so that the ids it makes sort in the order made even
+// when its clock stands still or steps back. Each kernel has its own, and
+// so does NewUUIDv7: a kernel whose clock runs ahead (a simulation, a
+// test's fake clock) does not stamp its future on the ids of the others.
+type idGen struct {
+	mu   sync.Mutex
 	last int64 // milliseconds << 12 | the 12 ordering bits
 }
 
-// nextIDTime returns the 60-bit time part of the next id made at now:
-// the milliseconds, and the sub-millisecond fraction in 4096ths, raised
-// past the last id's when the clock has not moved on.
-func nextIDTime(now time.Time) int64 {
+// nextTime returns the 60-bit time part of the next id made at now: the
+// milliseconds, and the sub-millisecond fraction in 4096ths, raised past
+// the last id's when the clock has not moved on.
+func (g *idGen) nextTime(now time.Time) int64 {
 	ns := now.UnixNano()
 	t := ns/1e6<<12 | (ns%1e6)*4096/1e6
-	idClock.Lock()
-	if t <= idClock.last {
-		t = idClock.last + 1
+	g.mu.Lock()
+	if t <= g.last {
+		t = g.last + 1
 	}
-	idClock.last = t
-	idClock.Unlock()
+	g.last = t
+	g.mu.Unlock()
 	return t
 }
 
-// NewUUIDv7 returns a new UUIDv7 in its 36-character text form.
-func NewUUIDv7() string { return uuidV7At(time.Now()) }
+// wallIDs makes the ids of NewUUIDv7.
+var wallIDs idGen
 
-// uuidV7At returns a new UUIDv7 stamped with now (or, within the same
-// millisecond as the last one, just after it).
-func uuidV7At(now time.Time) string {
-	t := nextIDTime(now)
+// NewUUIDv7 returns a new UUIDv7 in its 36-character text form, stamped
+// with the time now.
+func NewUUIDv7() string { return wallIDs.make(time.Now()) }
+
+// make returns a new UUIDv7 stamped with now (or, if that is not past
+// the last id g made, just after that one).
+func (g *idGen) make(now time.Time) string {
+	t := g.nextTime(now)
 	r := rand.Uint64()
 	var u [16]byte
 	ms, seq := uint64(t>>12), uint64(t&0xfff)

@@ -82,3 +82,39 @@ func TestProcessIDsAreStampedWithTheCommandsTime(t *testing.T) {
 		t.Fatalf("process id %s is stamped %s, started at %s", p.ID, time.Unix(sec, nsec).UTC(), at.UTC())
 	}
 }
+
+// A kernel whose clock runs ahead (a simulation, a test's fake clock) keeps
+// the ids of its processes in order without stamping its future on the ids
+// of another kernel, or on those NewUUIDv7 makes.
+func TestUUIDv7ClocksApart(t *testing.T) {
+	g := mkGraph(t, "one", N{Name: "A", Start: true})
+	stamp := func(id string) time.Time {
+		sec, nsec := uuid.MustParse(id).Time().UnixTime()
+		return time.Unix(sec, nsec)
+	}
+	start := func(k *Kernel, at time.Time) string {
+		p, err := k.Engine(at).Start(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	ahead, future := New(), time.Now().Add(time.Hour)
+	var last string
+	for i := range 3 {
+		// The clock steps back a minute after the first start.
+		id := start(ahead, future.Add(-time.Duration(min(i, 1))*time.Minute))
+		if id <= last {
+			t.Fatalf("%s started after %s sorts before it", id, last)
+		}
+		last = id
+	}
+	if got := stamp(last); got.Before(future.Truncate(time.Millisecond)) {
+		t.Fatalf("the process started after the clock stepped back is stamped %s, before the first (%s)", got, future)
+	}
+	for name, id := range map[string]string{"NewUUIDv7": NewUUIDv7(), "another kernel": start(New(), time.Now())} {
+		if d := time.Since(stamp(id)); d < -time.Second || d > time.Second {
+			t.Fatalf("%s: id %s is stamped %s, not now (%s)", name, id, stamp(id), time.Now())
+		}
+	}
+}

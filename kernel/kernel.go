@@ -35,6 +35,7 @@ type Kernel struct {
 	receivers   map[string]Receiver
 	settlers    []Settler
 	runners     map[string]ProcessRunner
+	ids         idGen // names processes when NewID is nil
 	prepMu      sync.Mutex
 	effective   atomic.Pointer[Limits] // Limits with defaults, fixed at first use
 
@@ -378,7 +379,7 @@ func (e *Engine) newProcess(g *graph.Graph, env *Env, parent *Process, parentTok
 	if e.k.NewID != nil {
 		p.ID = e.k.NewID()
 	} else {
-		p.ID = uuidV7At(e.now)
+		p.ID = e.k.ids.make(e.now)
 	}
 	p.Graph, p.State, p.Parent, p.ParentToken = g, Created, parent, parentToken
 	p.CreatedAt, p.UpdatedAt, p.Dirty, p.epoch = e.now, e.now, true, e.j.epoch
